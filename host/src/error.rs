@@ -1,0 +1,72 @@
+//! The library's one error type. Every invalid input is reported before anything is launched.
+
+/// What went wrong. Each variant names the offending value.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No NVIDIA driver could be loaded, or it reports no device.
+    #[error("no CUDA device: {0}")]
+    NoDevice(String),
+    /// A CUDA driver call failed.
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] cudarc::driver::DriverError),
+    /// A cuBLAS call failed (dense baseline only).
+    #[error("cuBLAS error: {0}")]
+    Cublas(String),
+    /// The device lacks a capability a kernel needs.
+    #[error("unsupported device: {0}")]
+    UnsupportedDevice(String),
+    /// A block size other than 16, 32, 64 or 128.
+    #[error("unsupported block size {bm}x{bk}: block height and width must each be 16, 32, 64 or 128")]
+    UnsupportedBlockSize { bm: usize, bk: usize },
+    /// A dimension is zero where it must not be.
+    #[error("{what} must be at least 1")]
+    ZeroDimension { what: &'static str },
+    /// A matrix dimension is not a multiple of the block size.
+    #[error("{what} = {size} is not a multiple of the block size {block}")]
+    NotBlockMultiple { what: &'static str, size: usize, block: usize },
+    /// Operand shapes do not fit together.
+    #[error("shape mismatch: {what}: expected {expected}, got {got}")]
+    ShapeMismatch { what: &'static str, expected: usize, got: usize },
+    /// `row_ptr` has the wrong length (must be block rows + 1).
+    #[error("row_ptr has length {got}, expected {expected} (block rows + 1)")]
+    RowPtrLength { expected: usize, got: usize },
+    /// `row_ptr[0]` is not 0.
+    #[error("row_ptr[0] = {got}, expected 0")]
+    RowPtrStart { got: usize },
+    /// `row_ptr` decreases.
+    #[error("row_ptr is not monotone: row_ptr[{row}] = {start} > row_ptr[{next}] = {end}", next = row + 1)]
+    RowPtrNotMonotone { row: usize, start: usize, end: usize },
+    /// The last `row_ptr` entry disagrees with the number of column indices.
+    #[error("row_ptr ends at {got}, but col_idx has {expected} entries")]
+    RowPtrEnd { expected: usize, got: usize },
+    /// A column index points past the last block column.
+    #[error("column index {col} in block row {row} is out of range (block columns: {block_cols})")]
+    ColumnOutOfRange { row: usize, col: usize, block_cols: usize },
+    /// Column indices within a block row are not strictly increasing.
+    #[error("column indices of block row {row} are not sorted: {prev} before {col}")]
+    ColumnsUnsorted { row: usize, prev: usize, col: usize },
+    /// A column index repeats within a block row.
+    #[error("column index {col} appears twice in block row {row}")]
+    DuplicateColumn { row: usize, col: usize },
+    /// The values array has the wrong length.
+    #[error("values has length {got}, expected {expected} (blocks x bm x bk)")]
+    ValuesLength { expected: usize, got: usize },
+    /// A buffer is smaller than its shape and leading dimension require.
+    #[error("buffer {what} too small: needs {needed} elements, has {got}")]
+    BufferTooSmall { what: &'static str, needed: usize, got: usize },
+    /// A leading dimension is invalid.
+    #[error("leading dimension of {what} is {ld}: must be at least {min} and a multiple of {align}")]
+    LeadingDimension { what: &'static str, ld: usize, min: usize, align: usize },
+    /// An index or size does not fit the 32-bit indices the kernels use.
+    #[error("{what} = {value} exceeds the 32-bit limit of the kernels")]
+    TooLarge { what: &'static str, value: usize },
+    /// A plan was used with a matrix of another sparsity pattern, or another N.
+    #[error("plan mismatch: {0}")]
+    PlanMismatch(String),
+    /// A scalar argument is not finite.
+    #[error("{what} = {value} is not finite")]
+    NotFinite { what: &'static str, value: f32 },
+}
+
+/// `Result` with the library's [`Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;

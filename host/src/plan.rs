@@ -1,0 +1,189 @@
+//! The sparse iteration, planned once per sparsity pattern on the host.
+//!
+//! The kernel runs one thread block per [`WorkItem`]: a `(bm, bn)` tile of C and a run of the
+//! block row's A blocks. The planner
+//! - covers every (block row, N tile) exactly once, empty block rows included (they still owe
+//!   `beta * C`);
+//! - splits a block row whose work would dominate the launch (more than twice the fair share of
+//!   one resident thread block, or more blocks than the kernel's column cache holds) into
+//!   chunks whose f32 partial tiles the fix-up kernel sums in a fixed order (no atomics:
+//!   bitwise-reproducible results);
+//! - orders the items longest-first where lengths differ a lot (so a few long rows start early
+//!   instead of finishing last), and otherwise N-tile-major, so that the thread blocks resident
+//!   at one time share the same columns of B in L2.
+
+use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_SLOT, SplitGroup, WorkItem};
+
+/// The host-side plan: what the kernels stream through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkList {
+    /// One per thread block of the main kernel, in launch order.
+    pub items: Vec<WorkItem>,
+    /// Split C tiles, one per thread block of the fix-up kernel.
+    pub groups: Vec<SplitGroup>,
+    /// Number of `(bm, bn)` f32 partial tiles the split items write.
+    pub n_slots: u32,
+    /// N tiles per block row.
+    pub n_tiles: u32,
+    /// The longest item, in A blocks.
+    pub max_item_blocks: u32,
+    /// The split threshold used, in A blocks.
+    pub split_limit: u32,
+}
+
+/// Plans `C(M, n) = A · B` for the block-row structure `row_ptr` (length block rows + 1).
+///
+/// `bk` is the A block width; `resident` the number of thread blocks the GPU runs at once (SMs ×
+/// blocks per SM). Callers validate `row_ptr` first (monotone, starting at 0).
+pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u32) -> WorkList {
+    let block_rows = row_ptr.len().saturating_sub(1);
+    let n_tiles = n.div_ceil(tile.bn as usize).max(1) as u32;
+    let row_len = |r: usize| row_ptr[r + 1] - row_ptr[r];
+
+    // Fair share of one resident thread block, in A blocks (each block costs bm·bk·bn MACs).
+    let total: u64 = (0..block_rows).map(|r| row_len(r) as u64).sum::<u64>() * n_tiles as u64;
+    let fair = total.div_ceil(resident.max(1) as u64);
+    // Never split below a few pipeline stages' worth of K: the fix-up would cost more.
+    let min_chunk = (4 * tile.ks).div_ceil(bk).max(1) as u64;
+    let split_limit = (2 * fair).max(min_chunk).min(MAX_ITEM_BLOCKS as u64) as u32;
+
+    let mut items = Vec::new();
+    let mut groups = Vec::new();
+    let mut n_slots = 0u32;
+    for t in 0..n_tiles {
+        for r in 0..block_rows {
+            let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
+            let len = end - begin;
+            if len <= split_limit {
+                items.push(WorkItem { block_row: r as u32, n_tile: t, blk_begin: begin, blk_end: end, partial_slot: NO_SLOT });
+                continue;
+            }
+            let chunks = len.div_ceil(split_limit);
+            groups.push(SplitGroup { block_row: r as u32, n_tile: t, first_slot: n_slots, n_slots: chunks });
+            for c in 0..chunks {
+                // Near-equal chunks: chunk c covers [len*c/chunks, len*(c+1)/chunks).
+                let lo = begin + (len as u64 * c as u64 / chunks as u64) as u32;
+                let hi = begin + (len as u64 * (c + 1) as u64 / chunks as u64) as u32;
+                items.push(WorkItem { block_row: r as u32, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c });
+            }
+            n_slots += chunks;
+        }
+    }
+
+    // Longest-first for the items far above the mean; the stable sort keeps the N-tile-major
+    // order among the rest.
+    let nonempty = items.iter().filter(|i| i.blk_end > i.blk_begin).count().max(1) as u64;
+    let mean = items.iter().map(|i| (i.blk_end - i.blk_begin) as u64).sum::<u64>() / nonempty;
+    let heavy = (2 * mean).max(1);
+    items.sort_by_key(|i| {
+        let len = (i.blk_end - i.blk_begin) as u64;
+        if len >= heavy { u64::MAX - len } else { u64::MAX }
+    });
+    let max_item_blocks = items.iter().map(|i| i.blk_end - i.blk_begin).max().unwrap_or(0);
+    WorkList { items, groups, n_slots, n_tiles, max_item_blocks, split_limit }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blocksparse_abi::MMA_TILES;
+
+    fn row_ptr_from_lens(lens: &[u32]) -> Vec<u32> {
+        let mut rp = vec![0];
+        for l in lens {
+            rp.push(rp.last().unwrap() + l);
+        }
+        rp
+    }
+
+    /// Every (row, tile) covered exactly once, chunks partition the row, slots consistent.
+    fn check_cover(rp: &[u32], n: usize, tile: MmaTile, w: &WorkList) {
+        let rows = rp.len() - 1;
+        let n_tiles = n.div_ceil(tile.bn as usize);
+        assert_eq!(w.n_tiles as usize, n_tiles);
+        let mut covered = vec![vec![Vec::new(); n_tiles]; rows];
+        for it in &w.items {
+            assert!(it.blk_begin <= it.blk_end);
+            assert!(it.blk_end - it.blk_begin <= MAX_ITEM_BLOCKS);
+            covered[it.block_row as usize][it.n_tile as usize].push(*it);
+        }
+        let mut slots_seen = vec![0u32; w.n_slots as usize];
+        for r in 0..rows {
+            for t in 0..n_tiles {
+                let mut v = covered[r][t].clone();
+                assert!(!v.is_empty(), "row {r} tile {t} not covered");
+                v.sort_by_key(|i| i.blk_begin);
+                assert_eq!(v[0].blk_begin, rp[r]);
+                assert_eq!(v.last().unwrap().blk_end, rp[r + 1]);
+                for p in v.windows(2) {
+                    assert_eq!(p[0].blk_end, p[1].blk_begin, "chunks of row {r} overlap or leave a gap");
+                }
+                if v.len() == 1 {
+                    assert_eq!(v[0].partial_slot, NO_SLOT);
+                } else {
+                    let g = w.groups.iter().find(|g| g.block_row as usize == r && g.n_tile as usize == t).expect("split group");
+                    assert_eq!(g.n_slots as usize, v.len());
+                    for (c, it) in v.iter().enumerate() {
+                        assert_eq!(it.partial_slot, g.first_slot + c as u32);
+                        slots_seen[it.partial_slot as usize] += 1;
+                    }
+                }
+            }
+        }
+        assert!(slots_seen.iter().all(|&s| s == 1), "every partial slot written exactly once");
+    }
+
+    #[test]
+    fn covers_uniform_empty_and_skewed_rows() {
+        let tile = MMA_TILES[2];
+        let cases: Vec<Vec<u32>> = vec![
+            vec![0; 7],                        // all rows empty
+            vec![1],                           // one block
+            vec![16; 64],                      // uniform
+            vec![0, 128, 0, 3, 128, 1, 0, 2],  // skewed with empty rows
+            vec![5000, 1, 1],                  // longer than the column cache
+        ];
+        for lens in cases {
+            let rp = row_ptr_from_lens(&lens);
+            for n in [1usize, 7, 129, 256, 257, 8192] {
+                for resident in [1u32, 132, 264] {
+                    let w = plan_work(&rp, n, tile, 64, resident);
+                    check_cover(&rp, n, tile, &w);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_rows_are_split_and_scheduled_first() {
+        let tile = MMA_TILES[2];
+        // One row holds half of all blocks; N small so it would serialize the launch.
+        let mut lens = vec![4u32; 255];
+        lens.insert(100, 1020);
+        let rp = row_ptr_from_lens(&lens);
+        let w = plan_work(&rp, 64, tile, 64, 132);
+        check_cover(&rp, 64, tile, &w);
+        let total: u32 = lens.iter().sum();
+        assert!(w.max_item_blocks < 1020, "the long row must be split");
+        // Balance: no item is longer than twice the fair share of a resident block (or the
+        // minimum chunk).
+        let fair = total.div_ceil(132);
+        assert!(w.max_item_blocks <= (2 * fair).max(4 * tile.ks / 64 + 1), "max item {}", w.max_item_blocks);
+        // Longest first.
+        let first = w.items[0].blk_end - w.items[0].blk_begin;
+        assert_eq!(first, w.max_item_blocks);
+    }
+
+    #[test]
+    fn uniform_rows_keep_n_tile_major_order() {
+        let tile = MMA_TILES[2];
+        let rp = row_ptr_from_lens(&vec![16; 128]);
+        let w = plan_work(&rp, 8192, tile, 64, 264);
+        assert!(w.groups.is_empty());
+        assert_eq!(w.items.len(), 128 * 32);
+        for (i, it) in w.items.iter().enumerate() {
+            assert_eq!(it.n_tile as usize, i / 128);
+            assert_eq!(it.block_row as usize, i % 128);
+        }
+    }
+}

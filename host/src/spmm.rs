@@ -1,0 +1,223 @@
+//! `C = alpha · A · B + beta · C` with A block-sparse: plans and launches.
+//!
+//! Semantics, with A of `(M, K)` in bm×bk blocks, B `(K, N)` and C `(M, N)` dense row-major:
+//! ```text
+//! for r in 0..M/bm:                       # block rows
+//!     for i in 0..bm, j in 0..N:
+//!         acc = 0                          # f32
+//!         for p in row_ptr[r]..row_ptr[r+1]:
+//!             for kk in 0..bk:
+//!                 acc += values[p][i][kk] * B[col_idx[p]*bk + kk][j]
+//!         C[r*bm+i][j] = alpha*acc + beta*C[r*bm+i][j]     # C not read when beta == 0
+//! ```
+
+use std::sync::Arc;
+
+use blocksparse_abi::{FixupParams, MMA_TILES, MmaTile, SpmmParams, SplitGroup, WorkItem, default_tile_index};
+use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use crate::device::{Context, DeviceBsr, DeviceMatrix, Pattern};
+use crate::element::{Element, InputElement};
+use crate::error::{Error, Result};
+use crate::kernels::{FIXUP_BLOCK, MmaKey};
+use crate::plan::{WorkList, plan_work};
+
+/// A launch-parameter block passed by value (the device `Params` types live in
+/// `blocksparse-abi`; this wrapper lets cudarc push them).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct KernelParam<P>(P);
+// SAFETY: P is a `#[repr(C)]` plain-data struct whose layout the device crate shares.
+unsafe impl DeviceRepr for KernelParam<SpmmParams> {}
+unsafe impl DeviceRepr for KernelParam<FixupParams> {}
+
+/// The work list for one sparsity pattern and one N, uploaded once and reused for every
+/// product with that pattern (new values welcome).
+pub struct Plan {
+    pattern: Arc<Pattern>,
+    n: usize,
+    tile_index: usize,
+    tile: MmaTile,
+    work: WorkList,
+    items: CudaSlice<u32>,
+    groups: Option<CudaSlice<u32>>,
+    partials: Option<CudaSlice<f32>>,
+}
+
+impl Plan {
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    /// The host-side work list (for inspection and tests).
+    pub fn work(&self) -> &WorkList {
+        &self.work
+    }
+    pub fn tile(&self) -> MmaTile {
+        self.tile
+    }
+}
+
+fn to_u32(what: &'static str, value: usize) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::TooLarge { what, value })
+}
+
+fn flatten_items(items: &[WorkItem]) -> Vec<u32> {
+    items.iter().flat_map(|i| [i.block_row, i.n_tile, i.blk_begin, i.blk_end, i.partial_slot]).collect()
+}
+
+fn flatten_groups(groups: &[SplitGroup]) -> Vec<u32> {
+    groups.iter().flat_map(|g| [g.block_row, g.n_tile, g.first_slot, g.n_slots]).collect()
+}
+
+impl Context {
+    /// Plans products of `a`'s pattern with dense matrices of `n` columns.
+    pub fn plan<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize) -> Result<Plan> {
+        let bm = a.block().bm;
+        let tile = default_tile_index(bm as u32).ok_or(Error::UnsupportedBlockSize { bm, bk: a.block().bk })?;
+        self.plan_with_tile(a, n, tile)
+    }
+
+    /// As [`Context::plan`], with tile configuration `MMA_TILES[tile]` instead of the default
+    /// for the block height (for tuning: the candidates exist for f16 → f16 only).
+    #[doc(hidden)]
+    pub fn plan_with_tile<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize) -> Result<Plan> {
+        let block = a.block();
+        match MMA_TILES.get(tile_index) {
+            Some(t) if t.bm as usize == block.bm => {}
+            _ => return Err(Error::PlanMismatch(format!("tile {tile_index} does not fit block height {}", block.bm))),
+        }
+        if n == 0 {
+            return Err(Error::ZeroDimension { what: "N (columns of B and C)" });
+        }
+        to_u32("N", n)?;
+        let kernel = self.kernels.mma(MmaKey { input: T::DTYPE, tile: tile_index, output: T::DTYPE })?;
+        let tile = kernel.tile;
+        let per_sm = kernel
+            .func
+            .occupancy_max_active_blocks_per_multiprocessor(tile.threads(), tile.smem_bytes() as usize, None)?
+            .max(1);
+        let resident = self.sm_count().saturating_mul(per_sm);
+        let work = plan_work(&a.pattern.row_ptr, n, tile, block.bk as u32, resident);
+        to_u32("work items", work.items.len()).and_then(|v| {
+            if v > i32::MAX as u32 { Err(Error::TooLarge { what: "work items", value: v as usize }) } else { Ok(v) }
+        })?;
+        let stream = self.stream();
+        let items = stream.clone_htod(&flatten_items(&work.items))?;
+        let groups = if work.groups.is_empty() { None } else { Some(stream.clone_htod(&flatten_groups(&work.groups))?) };
+        let partials = if work.n_slots == 0 {
+            None
+        } else {
+            let elems = (work.n_slots as usize)
+                .checked_mul((tile.bm * tile.bn) as usize)
+                .ok_or(Error::TooLarge { what: "split-K workspace", value: usize::MAX })?;
+            Some(stream.alloc_zeros::<f32>(elems)?)
+        };
+        Ok(Plan { pattern: a.pattern.clone(), n, tile_index, tile, work, items, groups, partials })
+    }
+
+    /// `C = alpha · A · B + beta · C`. Every argument is checked before anything is launched.
+    /// With `beta == 0`, C is only written.
+    pub fn spmm<T: InputElement, O: Element>(
+        &self,
+        plan: &Plan,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: &DeviceMatrix<T>,
+        beta: f32,
+        c: &mut DeviceMatrix<O>,
+    ) -> Result<()> {
+        if !alpha.is_finite() {
+            return Err(Error::NotFinite { what: "alpha", value: alpha });
+        }
+        if !beta.is_finite() {
+            return Err(Error::NotFinite { what: "beta", value: beta });
+        }
+        if !Arc::ptr_eq(&plan.pattern, &a.pattern) {
+            return Err(Error::PlanMismatch("the plan was made for another sparsity pattern".into()));
+        }
+        let (m, k, n) = (a.nrows(), a.ncols(), plan.n);
+        let expect = |what, expected: usize, got: usize| {
+            if expected == got { Ok(()) } else { Err(Error::ShapeMismatch { what, expected, got }) }
+        };
+        expect("rows of B (= columns of A)", k, b.rows())?;
+        expect("columns of B (= N of the plan)", n, b.cols())?;
+        expect("rows of C (= rows of A)", m, c.rows())?;
+        expect("columns of C (= N of the plan)", n, c.cols())?;
+        let block = a.block();
+        let kernel = self.kernels.mma(MmaKey { input: T::DTYPE, tile: plan.tile_index, output: O::DTYPE })?;
+        debug_assert_eq!(kernel.tile, plan.tile);
+        let stream = self.stream();
+        let params = SpmmParams {
+            a_values: a.values_ptr(stream),
+            col_idx: a.col_idx_ptr(stream),
+            items: plan.items.device_ptr_u64(stream),
+            b: b.ptr(stream),
+            c: c.ptr(stream),
+            partials: plan.partials.as_ref().map_or(0, |p| p.device_ptr_u64(stream)),
+            ldb: to_u32("ldb", b.ld())?,
+            ldc: to_u32("ldc", c.ld())?,
+            n: to_u32("N", n)?,
+            bk_log2: block.bk.trailing_zeros(),
+            alpha,
+            beta,
+        };
+        let tile = plan.tile;
+        let cfg = LaunchConfig {
+            grid_dim: (plan.work.items.len() as u32, 1, 1),
+            block_dim: (tile.threads(), 1, 1),
+            shared_mem_bytes: tile.smem_bytes(),
+        };
+        let arg = KernelParam(params);
+        let mut launch = stream.launch_builder(&kernel.func);
+        launch.arg(&arg);
+        // SAFETY: the parameter block matches the kernel's signature (shared abi type); every
+        // pointer is a live allocation of the size the checks above established; the plan's
+        // items index only blocks of `a` and tiles of C.
+        unsafe { launch.launch(cfg) }?;
+
+        if let (Some(groups), Some(partials)) = (&plan.groups, &plan.partials) {
+            let fix = FixupParams {
+                partials: partials.device_ptr_u64(stream),
+                groups: groups.device_ptr_u64(stream),
+                c: params.c,
+                ldc: params.ldc,
+                n: params.n,
+                bm: tile.bm,
+                bn: tile.bn,
+                alpha,
+                beta,
+            };
+            let cfg = LaunchConfig {
+                grid_dim: (plan.work.groups.len() as u32, 1, 1),
+                block_dim: (FIXUP_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let func = self.kernels.fixup(O::DTYPE)?;
+            let arg = KernelParam(fix);
+            let mut launch = stream.launch_builder(func);
+            launch.arg(&arg);
+            // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote.
+            unsafe { launch.launch(cfg) }?;
+        }
+        Ok(())
+    }
+}
+
+/// Device address of a slice (the launch is ordered on the same stream).
+trait DevicePtrU64 {
+    fn device_ptr_u64(&self, stream: &cudarc::driver::CudaStream) -> u64;
+}
+impl<T> DevicePtrU64 for CudaSlice<T> {
+    fn device_ptr_u64(&self, stream: &cudarc::driver::CudaStream) -> u64 {
+        cudarc::driver::DevicePtr::device_ptr(self, stream).0
+    }
+}
+
+impl<T> DeviceBsr<T> {
+    fn values_ptr(&self, stream: &cudarc::driver::CudaStream) -> u64 {
+        self.values.device_ptr_u64(stream)
+    }
+    fn col_idx_ptr(&self, stream: &cudarc::driver::CudaStream) -> u64 {
+        self.pattern.col_idx.device_ptr_u64(stream)
+    }
+}

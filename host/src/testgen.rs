@@ -1,0 +1,194 @@
+//! Deterministic-from-seed generators of sparsity patterns and values, for tests, benchmarks and
+//! the GPU validation tool. Every function draws only from the `rng` it is given, so a seed
+//! reproduces the same matrix.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::element::Element;
+
+/// Clamps a probability to `[0, 1]`; NaN becomes 0.
+fn clamp01(p: f64) -> f64 {
+    if p >= 0.0 { p.min(1.0) } else { 0.0 }
+}
+
+/// A row-major `block_rows x block_cols` block mask where each block is present independently
+/// with probability `density` (0 gives all `false`, 1 all `true`).
+pub fn random_mask(
+    block_rows: usize,
+    block_cols: usize,
+    density: f64,
+    rng: &mut impl Rng,
+) -> Vec<bool> {
+    let density = clamp01(density);
+    let len = block_rows.saturating_mul(block_cols);
+    // random::<f64>() is in [0, 1): `< 0` is never true, `< 1` always.
+    (0..len).map(|_| rng.random::<f64>() < density).collect()
+}
+
+/// Sets exactly `k` of the cells `cells` of `mask` (or all of them if there are fewer), chosen
+/// uniformly without replacement.
+fn set_random_subset(mask: &mut [bool], mut cells: Vec<usize>, k: usize, rng: &mut impl Rng) {
+    let k = k.min(cells.len());
+    for i in 0..k {
+        let j = rng.random_range(i..cells.len());
+        cells.swap(i, j);
+        mask[cells[i]] = true;
+    }
+}
+
+/// A row-major `block_rows x block_cols` block mask with `round(density * blocks)` blocks, of
+/// which about `heavy_share` lie in `heavy_rows` block rows chosen at random across the matrix
+/// (the rest spread uniformly over the other rows), modelling the load imbalance of real
+/// pruned weights. When the heavy rows cannot hold their share the surplus goes to the other
+/// rows, and the other way round, so the total is always exact (capped at all blocks).
+pub fn skewed_mask(
+    block_rows: usize,
+    block_cols: usize,
+    density: f64,
+    heavy_rows: usize,
+    heavy_share: f64,
+    rng: &mut impl Rng,
+) -> Vec<bool> {
+    let total = block_rows.saturating_mul(block_cols);
+    let mut mask = vec![false; total];
+    if total == 0 {
+        return mask;
+    }
+    let target = ((clamp01(density) * total as f64).round() as usize).min(total);
+    let heavy_rows = heavy_rows.min(block_rows);
+
+    // Pick the heavy rows: a uniform random subset, so they are spread across the matrix.
+    let mut rows: Vec<usize> = (0..block_rows).collect();
+    for i in 0..heavy_rows {
+        let j = rng.random_range(i..block_rows);
+        rows.swap(i, j);
+    }
+    let mut is_heavy = vec![false; block_rows];
+    for &r in &rows[..heavy_rows] {
+        is_heavy[r] = true;
+    }
+
+    let heavy_cap = heavy_rows * block_cols;
+    let light_cap = total - heavy_cap;
+    let mut heavy_n =
+        ((clamp01(heavy_share) * target as f64).round() as usize).min(heavy_cap).min(target);
+    let light_n = (target - heavy_n).min(light_cap);
+    heavy_n = (target - light_n).min(heavy_cap);
+
+    let cells_of = |heavy: bool| -> Vec<usize> {
+        (0..block_rows)
+            .filter(|&r| is_heavy[r] == heavy)
+            .flat_map(|r| r * block_cols..(r + 1) * block_cols)
+            .collect()
+    };
+    set_random_subset(&mut mask, cells_of(true), heavy_n, rng);
+    set_random_subset(&mut mask, cells_of(false), light_n, rng);
+    mask
+}
+
+/// `len` values uniform in `[-1, 1]`, none of them zero after rounding to `T` (a value that
+/// rounds to zero is drawn again), so every stored block really is non-zero.
+pub fn random_values<T: Element>(len: usize, rng: &mut impl Rng) -> Vec<T> {
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        let v = T::from_f64(rng.random_range(-1.0..=1.0));
+        if v.to_f64() != 0.0 {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// A seed for a randomized test: `BLOCKSPARSE_SEED` from the environment if set (to reproduce
+/// a failure), otherwise a fresh random one. The seed is printed to stderr, which the test
+/// harness shows when the test fails.
+pub fn test_seed(name: &str) -> u64 {
+    let seed = std::env::var("BLOCKSPARSE_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| rand::rng().random::<u64>());
+    eprintln!("{name}: seed {seed} (rerun with BLOCKSPARSE_SEED={seed})");
+    seed
+}
+
+/// The generator [`seeded_rng`] returns: fast even in debug builds (about ten times faster than
+/// `StdRng` there), and deterministic for a seed with a given `rand` version on 64-bit targets,
+/// which is all tests and the validation tool need (it is not cryptographic, and not promised
+/// to give the same stream across `rand` versions).
+pub type TestRng = SmallRng;
+
+/// The deterministic generator for `seed`.
+pub fn seeded_rng(seed: u64) -> TestRng {
+    TestRng::seed_from_u64(seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    #[test]
+    fn masks_are_deterministic_and_respect_density() {
+        let seed = test_seed("masks_are_deterministic_and_respect_density");
+        let a = random_mask(40, 50, 0.3, &mut seeded_rng(seed));
+        let b = random_mask(40, 50, 0.3, &mut seeded_rng(seed));
+        assert_eq!(a, b, "seed {seed}");
+        let n = a.iter().filter(|&&x| x).count();
+        // 2000 Bernoulli(0.3): mean 600, sd ~20.5; 8 sd margin.
+        assert!((436..=764).contains(&n), "seed {seed}: {n} blocks");
+        let mut rng = seeded_rng(seed);
+        assert!(random_mask(7, 9, 0.0, &mut rng).iter().all(|&x| !x));
+        assert!(random_mask(7, 9, 1.0, &mut rng).iter().all(|&x| x));
+        assert!(random_mask(7, 9, f64::NAN, &mut rng).iter().all(|&x| !x));
+        assert_eq!(random_mask(7, 9, 0.5, &mut rng).len(), 63);
+    }
+
+    #[test]
+    fn skewed_mask_concentrates_blocks() {
+        let seed = test_seed("skewed_mask_concentrates_blocks");
+        let (br, bc) = (64, 32);
+        for &(density, heavy, share) in
+            &[(0.1, 4, 0.5), (0.05, 1, 0.9), (0.5, 8, 0.3), (1.0, 4, 0.9), (0.0, 4, 0.5)]
+        {
+            let mut rng = seeded_rng(seed);
+            let m = skewed_mask(br, bc, density, heavy, share, &mut rng);
+            assert_eq!(m, skewed_mask(br, bc, density, heavy, share, &mut seeded_rng(seed)));
+            let total = m.iter().filter(|&&x| x).count();
+            let target = (density * (br * bc) as f64).round() as usize;
+            assert_eq!(total, target, "seed {seed} density {density}");
+            let mut per_row: Vec<usize> =
+                m.chunks(bc).map(|r| r.iter().filter(|&&x| x).count()).collect();
+            per_row.sort_unstable_by(|a, b| b.cmp(a));
+            let top: usize = per_row[..heavy].iter().sum();
+            let want = ((share * target as f64).round() as usize).min(heavy * bc);
+            assert!(top >= want, "seed {seed}: heavy rows hold {top} < {want}");
+        }
+        // Degenerate arguments do not panic.
+        assert!(skewed_mask(0, 5, 0.5, 3, 0.5, &mut seeded_rng(seed)).is_empty());
+        assert_eq!(skewed_mask(3, 5, 2.0, 10, f64::NAN, &mut seeded_rng(seed)), vec![true; 15]);
+    }
+
+    #[test]
+    fn values_are_nonzero_and_bounded() {
+        let seed = test_seed("values_are_nonzero_and_bounded");
+        let mut rng = seeded_rng(seed);
+        let h: Vec<f16> = random_values(5000, &mut rng);
+        let b: Vec<bf16> = random_values(5000, &mut rng);
+        let f: Vec<f32> = random_values(5000, &mut rng);
+        for x in h.iter().map(|v| v.to_f64()).chain(b.iter().map(|v| v.to_f64())).chain(
+            f.iter().map(|&v| v as f64),
+        ) {
+            assert!(x != 0.0 && (-1.0..=1.0).contains(&x), "seed {seed}: {x}");
+        }
+        // Both signs and a spread of magnitudes.
+        assert!(f.iter().any(|&x| x < -0.5) && f.iter().any(|&x| x > 0.5), "seed {seed}");
+        let again: Vec<f32> = {
+            let mut rng = seeded_rng(seed);
+            let _: Vec<f16> = random_values(5000, &mut rng);
+            let _: Vec<bf16> = random_values(5000, &mut rng);
+            random_values(5000, &mut rng)
+        };
+        assert_eq!(f, again);
+    }
+}

@@ -1,0 +1,106 @@
+//! Element types as zero-sized markers: which `mma` an input type selects, and how an output
+//! type is read, rounded and written by the epilogue.
+
+use crate::ptx;
+
+pub struct F16;
+pub struct Bf16;
+pub struct F32;
+
+/// Tensor-core input types (A and B).
+pub trait Input {
+    /// D += A·B for one m16n8k16 fragment.
+    fn mma(d: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32);
+}
+
+impl Input for F16 {
+    #[inline(always)]
+    fn mma(d: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+        ptx::mma_f16(d, a, b0, b1)
+    }
+}
+
+impl Input for Bf16 {
+    #[inline(always)]
+    fn mma(d: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+        ptx::mma_bf16(d, a, b0, b1)
+    }
+}
+
+/// Output types (C). Addresses are element pointers; pairs start at even columns, so a pair is
+/// naturally aligned (leading dimensions are multiples of 8).
+pub trait Output {
+    type Elem;
+    unsafe fn load2(p: *const Self::Elem) -> (f32, f32);
+    unsafe fn store2(p: *mut Self::Elem, v0: f32, v1: f32);
+    unsafe fn load1(p: *const Self::Elem) -> f32;
+    unsafe fn store1(p: *mut Self::Elem, v: f32);
+}
+
+impl Output for F16 {
+    type Elem = u16;
+    #[inline(always)]
+    unsafe fn load2(p: *const u16) -> (f32, f32) {
+        let w = unsafe { ptx::ld_global_u32(p as *const u32) };
+        (ptx::f16_to_f32(w as u16), ptx::f16_to_f32((w >> 16) as u16))
+    }
+    #[inline(always)]
+    unsafe fn store2(p: *mut u16, v0: f32, v1: f32) {
+        unsafe { ptx::st_global_u32(p as *mut u32, ptx::pack_f16x2(v0, v1)) }
+    }
+    #[inline(always)]
+    unsafe fn load1(p: *const u16) -> f32 {
+        ptx::f16_to_f32(unsafe { ptx::ld_global_u16(p) })
+    }
+    #[inline(always)]
+    unsafe fn store1(p: *mut u16, v: f32) {
+        unsafe { ptx::st_global_u16(p, ptx::f32_to_f16(v)) }
+    }
+}
+
+/// bf16 → f32 is a 16-bit shift: exact, no conversion instruction needed.
+#[inline(always)]
+fn bf16_bits_to_f32(h: u32) -> f32 {
+    f32::from_bits(h << 16)
+}
+
+impl Output for Bf16 {
+    type Elem = u16;
+    #[inline(always)]
+    unsafe fn load2(p: *const u16) -> (f32, f32) {
+        let w = unsafe { ptx::ld_global_u32(p as *const u32) };
+        (bf16_bits_to_f32(w & 0xffff), bf16_bits_to_f32(w >> 16))
+    }
+    #[inline(always)]
+    unsafe fn store2(p: *mut u16, v0: f32, v1: f32) {
+        unsafe { ptx::st_global_u32(p as *mut u32, ptx::pack_bf16x2(v0, v1)) }
+    }
+    #[inline(always)]
+    unsafe fn load1(p: *const u16) -> f32 {
+        bf16_bits_to_f32(unsafe { ptx::ld_global_u16(p) } as u32)
+    }
+    #[inline(always)]
+    unsafe fn store1(p: *mut u16, v: f32) {
+        unsafe { ptx::st_global_u16(p, ptx::f32_to_bf16(v)) }
+    }
+}
+
+impl Output for F32 {
+    type Elem = f32;
+    #[inline(always)]
+    unsafe fn load2(p: *const f32) -> (f32, f32) {
+        unsafe { ptx::ld_global_f32x2(p) }
+    }
+    #[inline(always)]
+    unsafe fn store2(p: *mut f32, v0: f32, v1: f32) {
+        unsafe { ptx::st_global_f32x2(p, v0, v1) }
+    }
+    #[inline(always)]
+    unsafe fn load1(p: *const f32) -> f32 {
+        unsafe { ptx::ld_global_f32(p) }
+    }
+    #[inline(always)]
+    unsafe fn store1(p: *mut f32, v: f32) {
+        unsafe { ptx::st_global_f32(p, v) }
+    }
+}

@@ -1,0 +1,47 @@
+//! blocksparse device code. Compiled by rustc's `nvptx64-nvidia-cuda` backend to PTX at build
+//! time (see `host/build.rs`); the host crate embeds the PTX and launches these entry points.
+//!
+//! One module per layer: `ptx` (instructions), `tile` (shared-memory layouts), `pipeline` (the
+//! cp.async ring), `scheduler` (work items), `epilogue` (alpha/beta and stores), and the kernels
+//! `mma_kernel` and `fixup` that compose them. Entry points are generated from the variant lists
+//! in `blocksparse-abi`, which the host uses too.
+#![no_std]
+#![feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)]
+
+mod dtype;
+mod epilogue;
+mod fixup;
+mod mma_kernel;
+mod pipeline;
+mod ptx;
+mod scheduler;
+mod tile;
+
+use blocksparse_abi::{FixupParams, SpmmParams};
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    ptx::trap()
+}
+
+macro_rules! mma_entry {
+    ($name:ident, $input:ident, $tile:literal, $output:ident) => {
+        /// Portable tensor-core BSR × dense kernel (see `mma_kernel`).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: SpmmParams) {
+            unsafe { mma_kernel::spmm_mma::<dtype::$input, dtype::$output, $tile>(&p) }
+        }
+    };
+}
+blocksparse_abi::for_each_mma_kernel!(mma_entry);
+
+macro_rules! fixup_entry {
+    ($name:ident, $output:ident) => {
+        /// Split-K fix-up kernel (see `fixup`).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: FixupParams) {
+            unsafe { fixup::spmm_fixup::<dtype::$output>(&p) }
+        }
+    };
+}
+blocksparse_abi::for_each_fixup_kernel!(fixup_entry);

@@ -1,0 +1,239 @@
+//! Thin wrappers over the PTX instructions the kernels use. This module and the kernel entry
+//! points are the only places with `unsafe`; everything above works on plain values and
+//! 32-bit shared-memory addresses.
+
+use core::arch::{asm, global_asm};
+use core::arch::nvptx;
+
+// Dynamic shared memory: its size is the launch's `shared_mem_bytes`.
+global_asm!(".extern .shared .align 1024 .b8 dyn_smem[];");
+
+/// 32-bit shared-window address of the start of dynamic shared memory.
+#[inline(always)]
+pub fn smem_base() -> u32 {
+    let r: u32;
+    // SAFETY: reads the address of a symbol; no memory access.
+    unsafe { asm!("mov.u32 {0}, dyn_smem;", out(reg32) r, options(pure, nomem, nostack)) };
+    r
+}
+
+#[inline(always)]
+pub fn thread_idx() -> u32 {
+    // SAFETY: reads a special register.
+    unsafe { nvptx::_thread_idx_x() as u32 }
+}
+
+#[inline(always)]
+pub fn block_idx() -> u32 {
+    // SAFETY: reads a special register.
+    unsafe { nvptx::_block_idx_x() as u32 }
+}
+
+/// Barrier over the whole thread block (`bar.sync 0`).
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: every thread of the block reaches the kernels' barriers (no divergent calls).
+    unsafe { nvptx::_syncthreads() }
+}
+
+/// Asynchronous 16-byte global → shared copy; bytes past `src_bytes` (0..=16) are zero-filled
+/// and not read.
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: u32, src: *const u8, src_bytes: u32) {
+    unsafe {
+        asm!("cp.async.cg.shared.global [{0}], [{1}], 16, {2};",
+            in(reg32) dst, in(reg64) src, in(reg32) src_bytes, options(nostack));
+    }
+}
+
+#[inline(always)]
+pub fn cp_async_commit() {
+    // SAFETY: closes the current group of this thread's cp.async operations.
+    unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+}
+
+/// Waits until at most `pending` of this thread's committed cp.async groups are in flight.
+#[inline(always)]
+pub fn cp_async_wait(pending: u32) {
+    // The count must be an immediate; the pipeline depths in use are 3..=8 stages.
+    // SAFETY: waits only.
+    unsafe {
+        match pending {
+            0 => asm!("cp.async.wait_group 0;", options(nostack)),
+            1 => asm!("cp.async.wait_group 1;", options(nostack)),
+            2 => asm!("cp.async.wait_group 2;", options(nostack)),
+            3 => asm!("cp.async.wait_group 3;", options(nostack)),
+            4 => asm!("cp.async.wait_group 4;", options(nostack)),
+            5 => asm!("cp.async.wait_group 5;", options(nostack)),
+            _ => asm!("cp.async.wait_group 6;", options(nostack)),
+        }
+    }
+}
+
+/// Four 8x8 b16 matrices from shared memory, one row address per lane (lanes 8i..8i+7 → reg i).
+#[inline(always)]
+pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{0},{1},{2},{3}}}, [{4}];",
+            out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) addr,
+            options(nostack, readonly));
+    }
+    [a, b, c, d]
+}
+
+/// As [`ldmatrix_x4`], transposed: each lane receives column elements.
+#[inline(always)]
+pub unsafe fn ldmatrix_x4_trans(addr: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    unsafe {
+        asm!("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{0},{1},{2},{3}}}, [{4}];",
+            out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg32) addr,
+            options(nostack, readonly));
+    }
+    [a, b, c, d]
+}
+
+/// D = A·B + D for one m16n8k16 tile with f16 inputs and f32 accumulators.
+#[inline(always)]
+pub fn mma_f16(d: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+    // SAFETY: register-only instruction.
+    unsafe {
+        asm!("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{0},{1},{2},{3}}}, {{{4},{5},{6},{7}}}, {{{8},{9}}}, {{{0},{1},{2},{3}}};",
+            inout(reg32) d[0], inout(reg32) d[1], inout(reg32) d[2], inout(reg32) d[3],
+            in(reg32) a[0], in(reg32) a[1], in(reg32) a[2], in(reg32) a[3], in(reg32) b0, in(reg32) b1,
+            options(pure, nomem, nostack));
+    }
+}
+
+/// D = A·B + D for one m16n8k16 tile with bf16 inputs and f32 accumulators.
+#[inline(always)]
+pub fn mma_bf16(d: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
+    // SAFETY: register-only instruction.
+    unsafe {
+        asm!("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {{{0},{1},{2},{3}}}, {{{4},{5},{6},{7}}}, {{{8},{9}}}, {{{0},{1},{2},{3}}};",
+            inout(reg32) d[0], inout(reg32) d[1], inout(reg32) d[2], inout(reg32) d[3],
+            in(reg32) a[0], in(reg32) a[1], in(reg32) a[2], in(reg32) a[3], in(reg32) b0, in(reg32) b1,
+            options(pure, nomem, nostack));
+    }
+}
+
+#[inline(always)]
+pub unsafe fn ld_shared_u32(addr: u32) -> u32 {
+    let v: u32;
+    unsafe { asm!("ld.shared.u32 {0}, [{1}];", out(reg32) v, in(reg32) addr, options(nostack, readonly)) };
+    v
+}
+
+#[inline(always)]
+pub unsafe fn st_shared_u32(addr: u32, v: u32) {
+    unsafe { asm!("st.shared.u32 [{0}], {1};", in(reg32) addr, in(reg32) v, options(nostack)) };
+}
+
+/// Read-only (non-coherent cache) global load.
+#[inline(always)]
+pub unsafe fn ld_global_nc_u32(p: *const u32) -> u32 {
+    let v: u32;
+    unsafe { asm!("ld.global.nc.u32 {0}, [{1}];", out(reg32) v, in(reg64) p, options(nostack, readonly)) };
+    v
+}
+
+#[inline(always)]
+pub unsafe fn ld_global_u32(p: *const u32) -> u32 {
+    let v: u32;
+    unsafe { asm!("ld.global.u32 {0}, [{1}];", out(reg32) v, in(reg64) p, options(nostack, readonly)) };
+    v
+}
+
+#[inline(always)]
+pub unsafe fn st_global_u32(p: *mut u32, v: u32) {
+    unsafe { asm!("st.global.u32 [{0}], {1};", in(reg64) p, in(reg32) v, options(nostack)) };
+}
+
+#[inline(always)]
+pub unsafe fn ld_global_u16(p: *const u16) -> u16 {
+    let v: u16;
+    unsafe { asm!("ld.global.u16 {0}, [{1}];", out(reg16) v, in(reg64) p, options(nostack, readonly)) };
+    v
+}
+
+#[inline(always)]
+pub unsafe fn st_global_u16(p: *mut u16, v: u16) {
+    unsafe { asm!("st.global.u16 [{0}], {1};", in(reg64) p, in(reg16) v, options(nostack)) };
+}
+
+#[inline(always)]
+pub unsafe fn ld_global_f32x2(p: *const f32) -> (f32, f32) {
+    let (a, b): (f32, f32);
+    unsafe { asm!("ld.global.v2.f32 {{{0},{1}}}, [{2}];", out(reg32) a, out(reg32) b, in(reg64) p, options(nostack, readonly)) };
+    (a, b)
+}
+
+#[inline(always)]
+pub unsafe fn st_global_f32x2(p: *mut f32, a: f32, b: f32) {
+    unsafe { asm!("st.global.v2.f32 [{0}], {{{1},{2}}};", in(reg64) p, in(reg32) a, in(reg32) b, options(nostack)) };
+}
+
+#[inline(always)]
+pub unsafe fn ld_global_f32(p: *const f32) -> f32 {
+    let v: f32;
+    unsafe { asm!("ld.global.f32 {0}, [{1}];", out(reg32) v, in(reg64) p, options(nostack, readonly)) };
+    v
+}
+
+#[inline(always)]
+pub unsafe fn st_global_f32(p: *mut f32, v: f32) {
+    unsafe { asm!("st.global.f32 [{0}], {1};", in(reg64) p, in(reg32) v, options(nostack)) };
+}
+
+/// Packs two f32 into f16x2 (round to nearest): `lo` in the low half.
+#[inline(always)]
+pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {
+    let r: u32;
+    // SAFETY: register-only.
+    unsafe { asm!("cvt.rn.f16x2.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) hi, in(reg32) lo, options(pure, nomem, nostack)) };
+    r
+}
+
+/// Packs two f32 into bf16x2 (round to nearest): `lo` in the low half.
+#[inline(always)]
+pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
+    let r: u32;
+    // SAFETY: register-only.
+    unsafe { asm!("cvt.rn.bf16x2.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) hi, in(reg32) lo, options(pure, nomem, nostack)) };
+    r
+}
+
+/// f16 bits → f32.
+#[inline(always)]
+pub fn f16_to_f32(h: u16) -> f32 {
+    let r: f32;
+    // SAFETY: register-only.
+    unsafe { asm!("cvt.f32.f16 {0}, {1};", out(reg32) r, in(reg16) h, options(pure, nomem, nostack)) };
+    r
+}
+
+/// f32 → f16 bits (round to nearest).
+#[inline(always)]
+pub fn f32_to_f16(x: f32) -> u16 {
+    let r: u16;
+    // SAFETY: register-only.
+    unsafe { asm!("cvt.rn.f16.f32 {0}, {1};", out(reg16) r, in(reg32) x, options(pure, nomem, nostack)) };
+    r
+}
+
+/// f32 → bf16 bits (round to nearest).
+#[inline(always)]
+pub fn f32_to_bf16(x: f32) -> u16 {
+    let r: u16;
+    // SAFETY: register-only.
+    unsafe { asm!("cvt.rn.bf16.f32 {0}, {1};", out(reg16) r, in(reg32) x, options(pure, nomem, nostack)) };
+    r
+}
+
+/// Stops the kernel with an error the host sees as a launch failure.
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: ends the thread.
+    unsafe { asm!("trap;", options(noreturn, nostack)) }
+}

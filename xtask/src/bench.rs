@@ -1,0 +1,230 @@
+//! `cargo xtask bench`: the BSR product and dense cuBLAS on the same shapes in one run.
+//! Each measurement: warm-up, then `reps` launches each bracketed by CUDA events, median
+//! reported; inputs rotate over two buffer sets so that repeated runs do not just re-read L2.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use blocksparse::dense::DenseGemm;
+use blocksparse::testgen::{random_mask, random_values, seeded_rng, skewed_mask, TestRng};
+use blocksparse::{BlockShape, Bsr, Context, DType, DeviceMatrix, InputElement, KernelPath};
+use half::{bf16, f16};
+use rand::Rng;
+use serde::Serialize;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Kernel path: auto, portable or hopper.
+    #[arg(long, default_value = "auto")]
+    path: KernelPath,
+    #[arg(long, default_value_t = 8192)]
+    m: usize,
+    #[arg(long, default_value_t = 8192)]
+    n: usize,
+    #[arg(long, default_value_t = 8192)]
+    k: usize,
+    /// Square block sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "32,64,128")]
+    blocks: Vec<usize>,
+    /// Block densities, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.125")]
+    densities: Vec<f64>,
+    /// Input dtypes (f16, bf16), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "f16")]
+    dtypes: Vec<DType>,
+    /// Also time a skewed pattern (a few block rows hold half the blocks) for each case.
+    #[arg(long)]
+    skewed: bool,
+    /// Also time these tuning tile configurations (indices into blocksparse::abi::MMA_TILES;
+    /// f16 only), each on the cases whose block size matches its block height.
+    #[arg(long, value_delimiter = ',')]
+    tiles: Vec<usize>,
+    /// Timed launches per measurement (median reported).
+    #[arg(long, default_value_t = 50)]
+    reps: usize,
+    /// Where to write the JSON results.
+    #[arg(long, default_value = "target/bench.json")]
+    json: String,
+}
+
+#[derive(Serialize, Clone)]
+struct Row {
+    dtype: String,
+    m: usize,
+    n: usize,
+    k: usize,
+    block: usize,
+    /// Tile configuration (index into MMA_TILES).
+    tile: usize,
+    pattern: String,
+    density: f64,
+    nnzb: usize,
+    bsr_ms: f64,
+    bsr_tflops: f64,
+    dense_ms: f64,
+    dense_tflops: f64,
+    /// Effective BSR TFLOP/s over dense TFLOP/s (same M×N×K).
+    ratio_to_dense: f64,
+    /// Dense time over BSR time.
+    speedup: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    gpu: String,
+    compute_capability: (i32, i32),
+    module: String,
+    unix_time: u64,
+    reps: usize,
+    rows: Vec<Row>,
+}
+
+/// Median of `reps` event-timed runs of `f` after `warmup` untimed ones, in ms.
+fn time_ms(ctx: &Context, reps: usize, mut f: impl FnMut(usize) -> Result<(), String>) -> Result<f64, String> {
+    let e = |e: blocksparse::cudarc::driver::DriverError| e.to_string();
+    let warmup = 5;
+    for i in 0..warmup {
+        f(i)?;
+    }
+    let cu = ctx.cuda();
+    let timing = Some(blocksparse::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let start = cu.new_event(timing).map_err(e)?;
+    let stop = cu.new_event(timing).map_err(e)?;
+    let mut times = Vec::with_capacity(reps);
+    for i in 0..reps {
+        start.record(ctx.stream()).map_err(e)?;
+        f(i)?;
+        stop.record(ctx.stream()).map_err(e)?;
+        stop.synchronize().map_err(e)?;
+        times.push(start.elapsed_ms(&stop).map_err(e)? as f64);
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok(times[times.len() / 2])
+}
+
+struct DenseTime {
+    ms: f64,
+}
+
+fn dense_time<T: InputElement>(ctx: &Context, gemm: &DenseGemm, m: usize, n: usize, k: usize, reps: usize, rng: &mut TestRng) -> Result<DenseTime, String> {
+    let e = |e: blocksparse::Error| e.to_string();
+    let a = ctx.upload_matrix(m, k, &random_values::<T>(m * k, rng)).map_err(e)?;
+    let bs: Vec<DeviceMatrix<T>> =
+        (0..2).map(|_| ctx.upload_matrix(k, n, &random_values::<T>(k * n, rng))).collect::<Result<_, _>>().map_err(e)?;
+    let mut cs: Vec<DeviceMatrix<T>> = (0..2).map(|_| ctx.zeros_matrix::<T>(m, n)).collect::<Result<_, _>>().map_err(e)?;
+    let ms = time_ms(ctx, reps, |i| gemm.gemm(ctx, &a, &bs[i % 2], &mut cs[i % 2]).map_err(e))?;
+    Ok(DenseTime { ms })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, tile: usize, reps: usize, rng: &mut TestRng) -> Result<(f64, usize), String> {
+    let e = |e: blocksparse::Error| e.to_string();
+    let nnzb = mask.iter().filter(|&&x| x).count();
+    let a = Bsr::from_block_mask(m, k, BlockShape::square(bs), mask, random_values::<T>(nnzb * bs * bs, rng)).map_err(e)?;
+    let a_dev = ctx.upload_bsr(&a).map_err(e)?;
+    let bsets: Vec<DeviceMatrix<T>> =
+        (0..2).map(|_| ctx.upload_matrix(k, n, &random_values::<T>(k * n, rng))).collect::<Result<_, _>>().map_err(e)?;
+    let mut cs: Vec<DeviceMatrix<T>> = (0..2).map(|_| ctx.zeros_matrix::<T>(m, n)).collect::<Result<_, _>>().map_err(e)?;
+    let plan = ctx.plan_with_tile(&a_dev, n, tile).map_err(e)?;
+    let ms = time_ms(ctx, reps, |i| ctx.spmm(&plan, 1.0, &a_dev, &bsets[i % 2], 0.0, &mut cs[i % 2]).map_err(e))?;
+    Ok((ms, nnzb))
+}
+
+fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, rng: &mut TestRng) -> Result<(), String> {
+    let (m, n, k) = (args.m, args.n, args.k);
+    let gemm = DenseGemm::new(ctx).map_err(|e| e.to_string())?;
+    let dense = dense_time::<T>(ctx, &gemm, m, n, k, args.reps, rng)?;
+    let dense_tflops = 2.0 * m as f64 * n as f64 * k as f64 / (dense.ms * 1e-3) / 1e12;
+    for &bs in &args.blocks {
+        for &density in &args.densities {
+            let (br, bc) = (m / bs, k / bs);
+            let mut patterns = vec![("uniform".to_string(), random_mask(br, bc, density, rng))];
+            if args.skewed {
+                patterns.push(("skewed".to_string(), skewed_mask(br, bc, density, (br / 64).max(1), 0.5, rng)));
+            }
+            let default_tile = blocksparse::abi::default_tile_index(bs as u32).ok_or(format!("unsupported block size {bs}"))?;
+            let mut tiles = vec![default_tile];
+            if T::DTYPE == DType::F16 {
+                tiles.extend(args.tiles.iter().copied().filter(|&t| blocksparse::abi::MMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs)));
+            }
+            for ((pattern, mask), tile) in patterns.iter().flat_map(|p| tiles.iter().map(move |&t| (p, t))) {
+                let (pattern, mask) = (pattern.clone(), mask);
+                let (ms, nnzb) = bsr_time::<T>(ctx, mask, m, n, k, bs, tile, args.reps, rng)?;
+                let flops = 2.0 * nnzb as f64 * (bs * bs) as f64 * n as f64;
+                let tflops = flops / (ms * 1e-3) / 1e12;
+                rows.push(Row {
+                    dtype: T::DTYPE.to_string(),
+                    m,
+                    n,
+                    k,
+                    block: bs,
+                    tile,
+                    pattern,
+                    density,
+                    nnzb,
+                    bsr_ms: ms,
+                    bsr_tflops: tflops,
+                    dense_ms: dense.ms,
+                    dense_tflops,
+                    ratio_to_dense: tflops / dense_tflops,
+                    speedup: dense.ms / ms,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: Args) -> Result<bool, String> {
+    let ctx = crate::open_context(args.path)?;
+    for &bs in &args.blocks {
+        if args.m % bs != 0 || args.k % bs != 0 {
+            return Err(format!("M = {} and K = {} must be multiples of the block size {bs}", args.m, args.k));
+        }
+    }
+    let mut rng = seeded_rng(rand::rng().random());
+    let mut rows = Vec::new();
+    for &dt in &args.dtypes {
+        match dt {
+            DType::F16 => run_dtype::<f16>(&ctx, &args, &mut rows, &mut rng)?,
+            DType::Bf16 => run_dtype::<bf16>(&ctx, &args, &mut rows, &mut rng)?,
+            DType::F32 => return Err("f32 inputs are not supported (use f16 or bf16)".into()),
+        }
+    }
+    let report = Report {
+        gpu: ctx.device_name().to_string(),
+        compute_capability: ctx.compute_capability(),
+        module: format!("{:?}", ctx.arch()),
+        unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        reps: args.reps,
+        rows: rows.clone(),
+    };
+    if let Some(dir) = std::path::Path::new(&args.json).parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))?;
+    println!("bench: {} (cc {}.{}), module {:?}, median of {} runs, C in the input dtype", report.gpu, report.compute_capability.0, report.compute_capability.1, ctx.arch(), args.reps);
+    println!(
+        "{:<5} {:>16} {:>5} {:>4} {:>8} {:>8} {:>9} {:>10} {:>9} {:>10} {:>8} {:>8}",
+        "dtype", "MxNxK", "block", "tile", "pattern", "density", "bsr ms", "bsr TF/s", "dense ms", "dense TF/s", "ratio", "speedup"
+    );
+    for r in &rows {
+        println!(
+            "{:<5} {:>16} {:>5} {:>4} {:>8} {:>8.4} {:>9.3} {:>10.1} {:>9.3} {:>10.1} {:>8.3} {:>7.2}x",
+            r.dtype,
+            format!("{}x{}x{}", r.m, r.n, r.k),
+            r.block,
+            r.tile,
+            r.pattern,
+            r.density,
+            r.bsr_ms,
+            r.bsr_tflops,
+            r.dense_ms,
+            r.dense_tflops,
+            r.ratio_to_dense,
+            r.speedup
+        );
+    }
+    println!("json: {}", args.json);
+    Ok(true)
+}
