@@ -22,9 +22,30 @@ fn main() {
     // A separate target dir: the outer build holds the lock on its own.
     let target_dir = out_dir.join("nvptx-target");
     for (arch, stem) in ARCHES {
-        let ptx = build_ptx(&kernels, &target_dir, arch);
+        let ptx = fix_hopper_entries(build_ptx(&kernels, &target_dir, arch));
         std::fs::write(out_dir.join(format!("{stem}.ptx")), ptx).expect("write PTX to OUT_DIR");
     }
+}
+
+/// What rustc cannot express for the Hopper kernels, written into their entry headers:
+/// - the parameter block holds TMA tensor maps, which must be 64-byte aligned (a Rust type of
+///   that alignment cannot be passed by value to an nvptx kernel);
+/// - `.maxntid` (rustc has no launch-bounds attribute): the register cap `setmaxnreg` needs.
+fn fix_hopper_entries(mut ptx: String) -> String {
+    macro_rules! fix {
+        ($name:ident, $input:ident, $tile:literal, $output:ident) => {
+            let name = stringify!($name);
+            let threads = blocksparse_abi::WGMMA_TILES[$tile].threads();
+            let param = format!(".param .align 8 .b8 {name}_param_0[");
+            if let Some(at) = ptx.find(&param) {
+                ptx.replace_range(at..at + param.len(), &format!(".param .align 64 .b8 {name}_param_0["));
+                let close = at + ptx[at..].find(')').expect("entry parameter list closes");
+                ptx.insert_str(close + 1, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm 1"));
+            }
+        };
+    }
+    blocksparse_abi::for_each_wgmma_kernel!(fix);
+    ptx
 }
 
 fn build_ptx(kernels: &Path, target_dir: &Path, arch: &str) -> String {

@@ -104,7 +104,7 @@ impl MmaTile {
 /// Tile configurations of the portable kernel. The first four are the defaults for the block
 /// heights in [`BLOCK_SIZES`] (same order); the rest are tuning candidates that the benchmark
 /// can time against them (`cargo xtask bench --tiles`), generated for f16 → f16 only.
-pub const MMA_TILES: [MmaTile; 14] = [
+pub const MMA_TILES: [MmaTile; 16] = [
     MmaTile { bm: 16, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
     MmaTile { bm: 32, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
     MmaTile { bm: 64, bn: 256, ks: 32, stages: 4, warps_m: 2, warps_n: 4 },
@@ -120,6 +120,8 @@ pub const MMA_TILES: [MmaTile; 14] = [
     MmaTile { bm: 32, bn: 256, ks: 64, stages: 4, warps_m: 1, warps_n: 4 },
     MmaTile { bm: 32, bn: 512, ks: 32, stages: 4, warps_m: 1, warps_n: 8 },
     MmaTile { bm: 16, bn: 512, ks: 32, stages: 4, warps_m: 1, warps_n: 8 },
+    MmaTile { bm: 64, bn: 512, ks: 32, stages: 4, warps_m: 2, warps_n: 8 },
+    MmaTile { bm: 128, bn: 256, ks: 32, stages: 4, warps_m: 4, warps_n: 4 },
 ];
 
 const _: () = {
@@ -194,6 +196,9 @@ pub struct SpmmParams {
     pub bk_log2: u32,
     pub alpha: f32,
     pub beta: f32,
+    /// Number of work items (the persistent Hopper kernel loops over them).
+    pub n_items: u32,
+    pub _pad: u32,
 }
 
 /// Launch parameters of the split-K fix-up kernel (one thread block per [`SplitGroup`]).
@@ -256,6 +261,123 @@ macro_rules! for_each_mma_kernel {
         $m!(spmm_mma_f16_t11_f16, F16, 11, F16);
         $m!(spmm_mma_f16_t12_f16, F16, 12, F16);
         $m!(spmm_mma_f16_t13_f16, F16, 13, F16);
+        $m!(spmm_mma_f16_t14_f16, F16, 14, F16);
+        $m!(spmm_mma_f16_t15_f16, F16, 15, F16);
+    };
+}
+
+/// K depth of one stage of the Hopper kernel: one 128-byte swizzle span of f16/bf16.
+pub const WG_K: u32 = 64;
+/// Columns of C one consumer warpgroup owns (`wgmma m64n256k16`).
+pub const WG_N: u32 = 256;
+/// Rows of C one consumer warpgroup owns.
+pub const WG_M: u32 = 64;
+/// Columns of one TMA box of B: one 128-byte swizzle span.
+pub const TMA_B_BOX_N: u32 = 64;
+
+/// Tile configuration of the Hopper kernel (sm_90a): one producer warpgroup issues TMA loads
+/// into a `stages`-deep ring guarded by full/empty mbarriers; `bm / 64 × wg_n` consumer
+/// warpgroups each run `wgmma m64n256k16` on a `(64, 256)` sub-tile of the `(bm, 256 · wg_n)`
+/// C tile. The grid is persistent: each thread block walks the work items `b, b + grid, …`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WgmmaTile {
+    pub bm: u32,
+    /// Consumer warpgroups along N.
+    pub wg_n: u32,
+    pub stages: u32,
+}
+
+impl WgmmaTile {
+    pub const fn bn(&self) -> u32 {
+        WG_N * self.wg_n
+    }
+    pub const fn consumers(&self) -> u32 {
+        (self.bm / WG_M) * self.wg_n
+    }
+    pub const fn threads(&self) -> u32 {
+        128 * (1 + self.consumers())
+    }
+    /// `(bm, WG_K)` A slice, 128-byte swizzled rows.
+    pub const fn a_stage_bytes(&self) -> u32 {
+        self.bm * WG_K * 2
+    }
+    /// `(bn / 64)` TMA boxes of `(WG_K, 64)` B, each 128-byte swizzled.
+    pub const fn b_stage_bytes(&self) -> u32 {
+        WG_K * self.bn() * 2
+    }
+    pub const fn stage_bytes(&self) -> u32 {
+        self.a_stage_bytes() + self.b_stage_bytes()
+    }
+    /// Offset of the mbarriers (full[stages], empty[stages]) after the ring.
+    pub const fn barrier_offset(&self) -> u32 {
+        self.stages * self.stage_bytes()
+    }
+    /// Dynamic shared memory: 1024 bytes of alignment slack, the ring, the barriers.
+    pub const fn smem_bytes(&self) -> u32 {
+        1024 + self.barrier_offset() + 16 * self.stages
+    }
+    /// The equivalent tile description the planner works with.
+    pub const fn as_mma_tile(&self) -> MmaTile {
+        MmaTile { bm: self.bm, bn: self.bn(), ks: WG_K, stages: self.stages, warps_m: self.bm / 16, warps_n: self.wg_n }
+    }
+    pub const fn check(&self) -> bool {
+        (self.bm == 64 || self.bm == 128)
+            && self.wg_n >= 1
+            && self.consumers() <= 2
+            && self.stages >= 2
+            && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
+    }
+}
+
+/// Largest dynamic shared memory one block may use on compute capability 9.0.
+pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
+
+/// The Hopper kernel's tiles, indexed like [`WGMMA_BLOCK_SIZES`].
+pub const WGMMA_TILES: [WgmmaTile; 2] = [
+    WgmmaTile { bm: 64, wg_n: 2, stages: 3 },
+    WgmmaTile { bm: 128, wg_n: 1, stages: 4 },
+];
+/// Block heights the Hopper kernel takes (block widths: 64 and 128, multiples of [`WG_K`]).
+pub const WGMMA_BLOCK_SIZES: [u32; 2] = [64, 128];
+
+const _: () = {
+    let mut i = 0;
+    while i < WGMMA_TILES.len() {
+        assert!(WGMMA_TILES[i].check(), "invalid WGMMA tile configuration");
+        assert!(WGMMA_TILES[i].bm == WGMMA_BLOCK_SIZES[i]);
+        i += 1;
+    }
+};
+
+/// Launch parameters of the Hopper kernel, passed by value. The two tensor maps come first:
+/// the build step declares this parameter 64-byte aligned, as TMA requires, and the kernel
+/// hands their parameter-space addresses to `cp.async.bulk.tensor`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct WgmmaParams {
+    /// `CUtensorMap` of the A values seen as a `(nnzb · bm, bk)` row-major matrix; box `(64, bm)`.
+    pub tmap_a: [u64; 16],
+    /// `CUtensorMap` of B `(K, N)`, row pitch `ldb`; box `(64, 64)`; out-of-range columns read 0.
+    pub tmap_b: [u64; 16],
+    pub base: SpmmParams,
+}
+
+/// Calls `$m!(entry_name, InputType, tile_index, OutputType)` for every Hopper kernel.
+#[macro_export]
+macro_rules! for_each_wgmma_kernel {
+    ($m:ident) => {
+        $m!(spmm_wgmma_f16_b64_f16, F16, 0, F16);
+        $m!(spmm_wgmma_f16_b64_bf16, F16, 0, Bf16);
+        $m!(spmm_wgmma_f16_b64_f32, F16, 0, F32);
+        $m!(spmm_wgmma_f16_b128_f16, F16, 1, F16);
+        $m!(spmm_wgmma_f16_b128_bf16, F16, 1, Bf16);
+        $m!(spmm_wgmma_f16_b128_f32, F16, 1, F32);
+        $m!(spmm_wgmma_bf16_b64_f16, Bf16, 0, F16);
+        $m!(spmm_wgmma_bf16_b64_bf16, Bf16, 0, Bf16);
+        $m!(spmm_wgmma_bf16_b64_f32, Bf16, 0, F32);
+        $m!(spmm_wgmma_bf16_b128_f16, Bf16, 1, F16);
+        $m!(spmm_wgmma_bf16_b128_bf16, Bf16, 1, Bf16);
+        $m!(spmm_wgmma_bf16_b128_f32, Bf16, 1, F32);
     };
 }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use blocksparse_abi::{FIXUP_THREADS, MMA_TILES, MmaTile};
+use blocksparse_abi::{FIXUP_THREADS, MMA_TILES, MmaTile, WGMMA_TILES, WgmmaTile};
 use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
@@ -52,11 +52,21 @@ pub struct MmaKernel {
     pub name: &'static str,
 }
 
+/// A loaded Hopper kernel and its tile.
+#[derive(Clone)]
+pub struct WgmmaKernel {
+    pub func: CudaFunction,
+    pub tile: WgmmaTile,
+    pub name: &'static str,
+}
+
 /// Every kernel of one module, loaded.
 pub struct Kernels {
     pub arch: Arch,
     _module: Arc<CudaModule>,
     mma: HashMap<MmaKey, MmaKernel>,
+    /// Keyed like `mma`, the tile index into `WGMMA_TILES`. Empty outside the sm_90a module.
+    wgmma: HashMap<MmaKey, WgmmaKernel>,
     fixup: HashMap<DType, CudaFunction>,
 }
 
@@ -94,16 +104,43 @@ impl Kernels {
             };
         }
         blocksparse_abi::for_each_fixup_kernel!(load_fixup);
+        let mut wgmma = HashMap::new();
+        if arch == Arch::Sm90a {
+            macro_rules! load_wgmma {
+                ($name:ident, $input:ident, $tile:literal, $output:ident) => {
+                    if err.is_none() {
+                        match load_wgmma_kernel(&module, stringify!($name), $tile, max_smem_optin) {
+                            Ok(k) => {
+                                wgmma.insert(MmaKey { input: DType::$input, tile: $tile, output: DType::$output }, k);
+                            }
+                            Err(e) => err = Some(e),
+                        }
+                    }
+                };
+            }
+            blocksparse_abi::for_each_wgmma_kernel!(load_wgmma);
+        }
         if let Some(e) = err {
             return Err(e);
         }
-        Ok(Kernels { arch, _module: module, mma, fixup })
+        Ok(Kernels { arch, _module: module, mma, wgmma, fixup })
     }
 
     pub fn mma(&self, key: MmaKey) -> Result<&MmaKernel> {
         self.mma.get(&key).ok_or_else(|| {
             Error::UnsupportedDevice(format!("no kernel for {} x {} -> {} with tile {}", key.input, key.input, key.output, key.tile))
         })
+    }
+
+    pub fn wgmma(&self, key: MmaKey) -> Result<&WgmmaKernel> {
+        self.wgmma.get(&key).ok_or_else(|| {
+            Error::UnsupportedDevice(format!("no Hopper kernel for {} -> {} with tile {}", key.input, key.output, key.tile))
+        })
+    }
+
+    /// Whether this module has the Hopper kernels.
+    pub fn has_wgmma(&self) -> bool {
+        !self.wgmma.is_empty()
     }
 
     pub fn fixup(&self, output: DType) -> Result<&CudaFunction> {
@@ -125,4 +162,17 @@ fn load_mma_kernel(module: &Arc<CudaModule>, name: &'static str, tile: usize, ma
     let func = module.load_function(name)?;
     func.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
     Ok(MmaKernel { func, tile, name })
+}
+
+fn load_wgmma_kernel(module: &Arc<CudaModule>, name: &'static str, tile: usize, max_smem_optin: u32) -> Result<WgmmaKernel> {
+    let tile = WGMMA_TILES[tile];
+    let smem = tile.smem_bytes();
+    if smem > max_smem_optin {
+        return Err(Error::UnsupportedDevice(format!(
+            "kernel {name} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}"
+        )));
+    }
+    let func = module.load_function(name)?;
+    func.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
+    Ok(WgmmaKernel { func, tile, name })
 }

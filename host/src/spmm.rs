@@ -13,7 +13,11 @@
 
 use std::sync::Arc;
 
-use blocksparse_abi::{FixupParams, MMA_TILES, MmaTile, SpmmParams, SplitGroup, WorkItem, default_tile_index};
+use blocksparse_abi::{
+    FixupParams, MMA_TILES, MmaTile, SpmmParams, SplitGroup, TMA_B_BOX_N, WG_K, WGMMA_BLOCK_SIZES, WGMMA_TILES, WgmmaParams,
+    WorkItem, default_tile_index,
+};
+use cudarc::driver::sys::{self as cu, CUtensorMap};
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::device::{Context, DeviceBsr, DeviceMatrix, Pattern};
@@ -30,13 +34,15 @@ struct KernelParam<P>(P);
 // SAFETY: P is a `#[repr(C)]` plain-data struct whose layout the device crate shares.
 unsafe impl DeviceRepr for KernelParam<SpmmParams> {}
 unsafe impl DeviceRepr for KernelParam<FixupParams> {}
+unsafe impl DeviceRepr for KernelParam<WgmmaParams> {}
 
 /// The work list for one sparsity pattern and one N, uploaded once and reused for every
 /// product with that pattern (new values welcome).
 pub struct Plan {
     pattern: Arc<Pattern>,
     n: usize,
-    tile_index: usize,
+    kernel: PlanKernel,
+    /// The tile as the planner sees it.
     tile: MmaTile,
     work: WorkList,
     items: CudaSlice<u32>,
@@ -44,7 +50,20 @@ pub struct Plan {
     partials: Option<CudaSlice<f32>>,
 }
 
+/// Which kernel family a plan launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanKernel {
+    /// The portable `mma.sync` kernel with tile `MMA_TILES[index]`.
+    Mma(usize),
+    /// The Hopper `wgmma` + TMA kernel with tile `WGMMA_TILES[index]` (persistent grid).
+    Wgmma(usize),
+}
+
 impl Plan {
+    /// The kernel this plan launches.
+    pub fn kernel(&self) -> PlanKernel {
+        self.kernel
+    }
     pub fn n(&self) -> usize {
         self.n
     }
@@ -71,10 +90,26 @@ fn flatten_groups(groups: &[SplitGroup]) -> Vec<u32> {
 
 impl Context {
     /// Plans products of `a`'s pattern with dense matrices of `n` columns.
+    ///
+    /// On the Hopper module, blocks with bm, bk ∈ {64, 128} run the wgmma + TMA kernel; other
+    /// block shapes (and the portable module) run the mma.sync kernel.
     pub fn plan<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize) -> Result<Plan> {
-        let bm = a.block().bm;
-        let tile = default_tile_index(bm as u32).ok_or(Error::UnsupportedBlockSize { bm, bk: a.block().bk })?;
+        let block = a.block();
+        let hopper_tile = WGMMA_BLOCK_SIZES.iter().position(|&b| b as usize == block.bm);
+        let hopper_k = block.bk % WG_K as usize == 0 && WGMMA_BLOCK_SIZES.contains(&(block.bk as u32));
+        if let (true, Some(tile), true, true) = (self.kernels.has_wgmma(), hopper_tile, hopper_k, a.nnzb() > 0) {
+            return self.plan_wgmma(a, n, tile);
+        }
+        let tile = default_tile_index(block.bm as u32).ok_or(Error::UnsupportedBlockSize { bm: block.bm, bk: block.bk })?;
         self.plan_with_tile(a, n, tile)
+    }
+
+    fn plan_wgmma<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize) -> Result<Plan> {
+        check_n(n)?;
+        let tile = WGMMA_TILES[tile_index].as_mma_tile();
+        // Persistent grid: one resident thread block per SM.
+        let work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, self.sm_count());
+        self.upload_plan(a, n, PlanKernel::Wgmma(tile_index), tile, work)
     }
 
     /// As [`Context::plan`], with tile configuration `MMA_TILES[tile]` instead of the default
@@ -86,10 +121,7 @@ impl Context {
             Some(t) if t.bm as usize == block.bm => {}
             _ => return Err(Error::PlanMismatch(format!("tile {tile_index} does not fit block height {}", block.bm))),
         }
-        if n == 0 {
-            return Err(Error::ZeroDimension { what: "N (columns of B and C)" });
-        }
-        to_u32("N", n)?;
+        check_n(n)?;
         let kernel = self.kernels.mma(MmaKey { input: T::DTYPE, tile: tile_index, output: T::DTYPE })?;
         let tile = kernel.tile;
         let per_sm = kernel
@@ -98,6 +130,10 @@ impl Context {
             .max(1);
         let resident = self.sm_count().saturating_mul(per_sm);
         let work = plan_work(&a.pattern.row_ptr, n, tile, block.bk as u32, resident);
+        self.upload_plan(a, n, PlanKernel::Mma(tile_index), tile, work)
+    }
+
+    fn upload_plan<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, kernel: PlanKernel, tile: MmaTile, work: WorkList) -> Result<Plan> {
         to_u32("work items", work.items.len()).and_then(|v| {
             if v > i32::MAX as u32 { Err(Error::TooLarge { what: "work items", value: v as usize }) } else { Ok(v) }
         })?;
@@ -112,7 +148,7 @@ impl Context {
                 .ok_or(Error::TooLarge { what: "split-K workspace", value: usize::MAX })?;
             Some(stream.alloc_zeros::<f32>(elems)?)
         };
-        Ok(Plan { pattern: a.pattern.clone(), n, tile_index, tile, work, items, groups, partials })
+        Ok(Plan { pattern: a.pattern.clone(), n, kernel, tile, work, items, groups, partials })
     }
 
     /// `C = alpha · A · B + beta · C`. Every argument is checked before anything is launched.
@@ -144,9 +180,8 @@ impl Context {
         expect("rows of C (= rows of A)", m, c.rows())?;
         expect("columns of C (= N of the plan)", n, c.cols())?;
         let block = a.block();
-        let kernel = self.kernels.mma(MmaKey { input: T::DTYPE, tile: plan.tile_index, output: O::DTYPE })?;
-        debug_assert_eq!(kernel.tile, plan.tile);
         let stream = self.stream();
+        let n_items = plan.work.items.len() as u32;
         let params = SpmmParams {
             a_values: a.values_ptr(stream),
             col_idx: a.col_idx_ptr(stream),
@@ -160,20 +195,51 @@ impl Context {
             bk_log2: block.bk.trailing_zeros(),
             alpha,
             beta,
+            n_items,
+            _pad: 0,
         };
         let tile = plan.tile;
-        let cfg = LaunchConfig {
-            grid_dim: (plan.work.items.len() as u32, 1, 1),
-            block_dim: (tile.threads(), 1, 1),
-            shared_mem_bytes: tile.smem_bytes(),
-        };
-        let arg = KernelParam(params);
-        let mut launch = stream.launch_builder(&kernel.func);
-        launch.arg(&arg);
-        // SAFETY: the parameter block matches the kernel's signature (shared abi type); every
-        // pointer is a live allocation of the size the checks above established; the plan's
-        // items index only blocks of `a` and tiles of C.
-        unsafe { launch.launch(cfg) }?;
+        match plan.kernel {
+            PlanKernel::Mma(tile_index) => {
+                let kernel = self.kernels.mma(MmaKey { input: T::DTYPE, tile: tile_index, output: O::DTYPE })?;
+                let cfg = LaunchConfig {
+                    grid_dim: (n_items, 1, 1),
+                    block_dim: (tile.threads(), 1, 1),
+                    shared_mem_bytes: tile.smem_bytes(),
+                };
+                let arg = KernelParam(params);
+                let mut launch = stream.launch_builder(&kernel.func);
+                launch.arg(&arg);
+                // SAFETY: the parameter block matches the kernel's signature (shared abi type);
+                // every pointer is a live allocation of the size the checks above established;
+                // the plan's items index only blocks of `a` and tiles of C.
+                unsafe { launch.launch(cfg) }?;
+            }
+            PlanKernel::Wgmma(tile_index) => {
+                let kernel = self.kernels.wgmma(MmaKey { input: T::DTYPE, tile: tile_index, output: O::DTYPE })?;
+                let wt = kernel.tile;
+                let nnzb = a.nnzb();
+                let tmap_a = encode_tmap_2d::<T>(
+                    params.a_values,
+                    [block.bk as u64, (nnzb * block.bm) as u64],
+                    (block.bk * 2) as u64,
+                    [WG_K, wt.bm],
+                )?;
+                let tmap_b = encode_tmap_2d::<T>(params.b, [n as u64, k as u64], (b.ld() * 2) as u64, [TMA_B_BOX_N, WG_K])?;
+                let wp = WgmmaParams { tmap_a, tmap_b, base: params };
+                let cfg = LaunchConfig {
+                    grid_dim: (n_items.min(self.sm_count()).max(1), 1, 1),
+                    block_dim: (wt.threads(), 1, 1),
+                    shared_mem_bytes: wt.smem_bytes(),
+                };
+                let arg = KernelParam(wp);
+                let mut launch = stream.launch_builder(&kernel.func);
+                launch.arg(&arg);
+                // SAFETY: as above; the tensor maps describe exactly the A values and B
+                // allocations (shapes and pitches checked), and out-of-range boxes read zeros.
+                unsafe { launch.launch(cfg) }?;
+            }
+        }
 
         if let (Some(groups), Some(partials)) = (&plan.groups, &plan.partials) {
             let fix = FixupParams {
@@ -220,4 +286,44 @@ impl<T> DeviceBsr<T> {
     fn col_idx_ptr(&self, stream: &cudarc::driver::CudaStream) -> u64 {
         self.pattern.col_idx.device_ptr_u64(stream)
     }
+}
+
+fn check_n(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::ZeroDimension { what: "N (columns of B and C)" });
+    }
+    to_u32("N", n).map(|_| ())
+}
+
+/// A 2D tiled TMA descriptor over a row-major matrix at device address `ptr`: `dims` =
+/// (columns, rows), `row_pitch` in bytes, `boxdim` = (columns, rows) of one box, 128-byte
+/// swizzle, zero fill out of range.
+fn encode_tmap_2d<T: InputElement>(ptr: u64, dims: [u64; 2], row_pitch: u64, boxdim: [u32; 2]) -> Result<[u64; 16]> {
+    let dtype = match T::DTYPE {
+        crate::DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        crate::DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        crate::DType::F32 => return Err(Error::UnsupportedDevice("f32 inputs have no tensor-core path".into())),
+    };
+    let mut map = CUtensorMap { opaque: [0; 16] };
+    let strides = [row_pitch];
+    let elem_strides = [1u32, 1];
+    // SAFETY: all arrays have the rank's length; the map is written by the driver.
+    let res = unsafe {
+        cu::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            2,
+            ptr as *mut core::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxdim.as_ptr(),
+            elem_strides.as_ptr(),
+            cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    res.result()?;
+    Ok(map.opaque)
 }

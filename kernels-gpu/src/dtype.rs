@@ -104,3 +104,26 @@ impl Output for F32 {
         unsafe { ptx::st_global_f32(p, v) }
     }
 }
+
+/// Input types of the Hopper kernel: which wgmma they select.
+#[cfg(target_feature = "sm_90a")]
+pub trait WgInput {
+    /// `D += A·B` for one m64n256k16 step from shared-memory descriptors.
+    unsafe fn wgmma(d: &mut [f32; 128], desc_a: u64, desc_b: u64);
+}
+
+#[cfg(target_feature = "sm_90a")]
+impl WgInput for F16 {
+    #[inline(always)]
+    unsafe fn wgmma(d: &mut [f32; 128], desc_a: u64, desc_b: u64) {
+        unsafe { crate::ptx_sm90::wgmma_m64n256k16_f16(d, desc_a, desc_b, 1) }
+    }
+}
+
+#[cfg(target_feature = "sm_90a")]
+impl WgInput for Bf16 {
+    #[inline(always)]
+    unsafe fn wgmma(d: &mut [f32; 128], desc_a: u64, desc_b: u64) {
+        unsafe { crate::ptx_sm90::wgmma_m64n256k16_bf16(d, desc_a, desc_b, 1) }
+    }
+}

@@ -16,8 +16,14 @@ mod pipeline;
 mod ptx;
 mod scheduler;
 mod tile;
+#[cfg(target_feature = "sm_90a")]
+mod ptx_sm90;
+#[cfg(target_feature = "sm_90a")]
+mod wgmma_kernel;
 
 use blocksparse_abi::{FixupParams, SpmmParams};
+#[cfg(target_feature = "sm_90a")]
+use blocksparse_abi::WgmmaParams;
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
@@ -45,3 +51,36 @@ macro_rules! fixup_entry {
     };
 }
 blocksparse_abi::for_each_fixup_kernel!(fixup_entry);
+
+/// Generic address of a Hopper kernel's parameter block: the tensor maps sit at its start.
+/// (The build step declares the parameter 64-byte aligned.)
+#[cfg(target_feature = "sm_90a")]
+macro_rules! param_address {
+    ($name:ident) => {{
+        let addr: u64;
+        // SAFETY: takes the address of this kernel's own parameter; no memory access.
+        unsafe {
+            core::arch::asm!(
+                concat!("mov.b64 {0}, ", stringify!($name), "_param_0;\n\tcvta.param.u64 {0}, {0};"),
+                out(reg64) addr,
+                options(pure, nomem, nostack)
+            )
+        };
+        addr
+    }};
+}
+
+#[cfg(target_feature = "sm_90a")]
+macro_rules! wgmma_entry {
+    ($name:ident, $input:ident, $tile:literal, $output:ident) => {
+        /// Hopper BSR × dense kernel (see `wgmma_kernel`).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: WgmmaParams) {
+            let tmaps = param_address!($name);
+            let tmap_b = tmaps + core::mem::size_of_val(&p.tmap_a) as u64;
+            unsafe { wgmma_kernel::spmm_wgmma::<dtype::$input, dtype::$output, $tile>(&p.base, tmaps, tmap_b) }
+        }
+    };
+}
+#[cfg(target_feature = "sm_90a")]
+blocksparse_abi::for_each_wgmma_kernel!(wgmma_entry);

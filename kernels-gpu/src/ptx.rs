@@ -237,3 +237,9 @@ pub fn trap() -> ! {
     // SAFETY: ends the thread.
     unsafe { asm!("trap;", options(noreturn, nostack)) }
 }
+
+#[inline(always)]
+pub fn grid_dim() -> u32 {
+    // SAFETY: reads a special register.
+    unsafe { nvptx::_grid_dim_x() as u32 }
+}

@@ -53,8 +53,8 @@ struct Row {
     n: usize,
     k: usize,
     block: usize,
-    /// Tile configuration (index into MMA_TILES).
-    tile: usize,
+    /// Kernel and tile the plan chose (or the tuning tile forced).
+    kernel: String,
     pattern: String,
     density: f64,
     nnzb: usize,
@@ -116,7 +116,7 @@ fn dense_time<T: InputElement>(ctx: &Context, gemm: &DenseGemm, m: usize, n: usi
 }
 
 #[allow(clippy::too_many_arguments)]
-fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, tile: usize, reps: usize, rng: &mut TestRng) -> Result<(f64, usize), String> {
+fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, tile: Option<usize>, reps: usize, rng: &mut TestRng) -> Result<(f64, usize, String), String> {
     let e = |e: blocksparse::Error| e.to_string();
     let nnzb = mask.iter().filter(|&&x| x).count();
     let a = Bsr::from_block_mask(m, k, BlockShape::square(bs), mask, random_values::<T>(nnzb * bs * bs, rng)).map_err(e)?;
@@ -124,9 +124,14 @@ fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k
     let bsets: Vec<DeviceMatrix<T>> =
         (0..2).map(|_| ctx.upload_matrix(k, n, &random_values::<T>(k * n, rng))).collect::<Result<_, _>>().map_err(e)?;
     let mut cs: Vec<DeviceMatrix<T>> = (0..2).map(|_| ctx.zeros_matrix::<T>(m, n)).collect::<Result<_, _>>().map_err(e)?;
-    let plan = ctx.plan_with_tile(&a_dev, n, tile).map_err(e)?;
+    let plan = match tile {
+        None => ctx.plan(&a_dev, n),
+        Some(t) => ctx.plan_with_tile(&a_dev, n, t),
+    }
+    .map_err(e)?;
+    let kernel = format!("{:?}", plan.kernel());
     let ms = time_ms(ctx, reps, |i| ctx.spmm(&plan, 1.0, &a_dev, &bsets[i % 2], 0.0, &mut cs[i % 2]).map_err(e))?;
-    Ok((ms, nnzb))
+    Ok((ms, nnzb, kernel))
 }
 
 fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, rng: &mut TestRng) -> Result<(), String> {
@@ -141,14 +146,15 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
             if args.skewed {
                 patterns.push(("skewed".to_string(), skewed_mask(br, bc, density, (br / 64).max(1), 0.5, rng)));
             }
-            let default_tile = blocksparse::abi::default_tile_index(bs as u32).ok_or(format!("unsupported block size {bs}"))?;
-            let mut tiles = vec![default_tile];
+            let mut tiles = vec![None];
             if T::DTYPE == DType::F16 {
-                tiles.extend(args.tiles.iter().copied().filter(|&t| blocksparse::abi::MMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs)));
+                tiles.extend(
+                    args.tiles.iter().copied().filter(|&t| blocksparse::abi::MMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs)).map(Some),
+                );
             }
             for ((pattern, mask), tile) in patterns.iter().flat_map(|p| tiles.iter().map(move |&t| (p, t))) {
                 let (pattern, mask) = (pattern.clone(), mask);
-                let (ms, nnzb) = bsr_time::<T>(ctx, mask, m, n, k, bs, tile, args.reps, rng)?;
+                let (ms, nnzb, kernel) = bsr_time::<T>(ctx, mask, m, n, k, bs, tile, args.reps, rng)?;
                 let flops = 2.0 * nnzb as f64 * (bs * bs) as f64 * n as f64;
                 let tflops = flops / (ms * 1e-3) / 1e12;
                 rows.push(Row {
@@ -157,7 +163,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
                     n,
                     k,
                     block: bs,
-                    tile,
+                    kernel,
                     pattern,
                     density,
                     nnzb,
@@ -205,16 +211,16 @@ pub fn run(args: Args) -> Result<bool, String> {
     std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))?;
     println!("bench: {} (cc {}.{}), module {:?}, median of {} runs, C in the input dtype", report.gpu, report.compute_capability.0, report.compute_capability.1, ctx.arch(), args.reps);
     println!(
-        "{:<5} {:>16} {:>5} {:>4} {:>8} {:>8} {:>9} {:>10} {:>9} {:>10} {:>8} {:>8}",
-        "dtype", "MxNxK", "block", "tile", "pattern", "density", "bsr ms", "bsr TF/s", "dense ms", "dense TF/s", "ratio", "speedup"
+        "{:<5} {:>16} {:>5} {:>9} {:>8} {:>8} {:>9} {:>10} {:>9} {:>10} {:>8} {:>8}",
+        "dtype", "MxNxK", "block", "kernel", "pattern", "density", "bsr ms", "bsr TF/s", "dense ms", "dense TF/s", "ratio", "speedup"
     );
     for r in &rows {
         println!(
-            "{:<5} {:>16} {:>5} {:>4} {:>8} {:>8.4} {:>9.3} {:>10.1} {:>9.3} {:>10.1} {:>8.3} {:>7.2}x",
+            "{:<5} {:>16} {:>5} {:>9} {:>8} {:>8.4} {:>9.3} {:>10.1} {:>9.3} {:>10.1} {:>8.3} {:>7.2}x",
             r.dtype,
             format!("{}x{}x{}", r.m, r.n, r.k),
             r.block,
-            r.tile,
+            r.kernel,
             r.pattern,
             r.density,
             r.bsr_ms,

@@ -109,6 +109,7 @@ fn cases() -> Vec<Case> {
 }
 
 struct Outcome {
+    kernel: String,
     rel_err: f64,
     non_finite: usize,
     deterministic: bool,
@@ -145,6 +146,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
     let a_dev = ctx.upload_bsr(&a).map_err(e)?;
     let b_dev = ctx.upload_matrix(c.k, c.n, &b).map_err(e)?;
     let plan = ctx.plan(&a_dev, c.n).map_err(e)?;
+    let kernel = format!("{:?}", plan.kernel());
     let mut results = Vec::new();
     for _ in 0..2 {
         let mut c_dev = ctx.upload_matrix(c.m, c.n, &c0).map_err(e)?;
@@ -155,7 +157,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
     let got = &results[0];
     let non_finite = got.iter().filter(|x| !x.to_f64().is_finite()).count();
     let rel_err = rel_error(got.iter().map(|x| x.to_f64()), &want);
-    Ok(Outcome { rel_err, non_finite, deterministic })
+    Ok(Outcome { kernel, rel_err, non_finite, deterministic })
 }
 
 fn bytemuck_eq<T: Element>(x: &T, y: &T) -> bool {
@@ -201,7 +203,8 @@ pub fn run(args: Args) -> Result<bool, String> {
             Ok(o) => {
                 let ok = o.rel_err < args.tol && o.non_finite == 0 && o.deterministic;
                 let d = format!(
-                    "{:.2e}  non-finite {}  {}",
+                    "{:<9} {:.2e}  non-finite {}  {}",
+                    o.kernel,
                     o.rel_err,
                     o.non_finite,
                     if o.deterministic { "bitwise-repeatable" } else { "NOT REPEATABLE" }
@@ -215,7 +218,7 @@ pub fn run(args: Args) -> Result<bool, String> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    println!("{:<4} {:<72} {}", "", "case (MxKxN, block, dtypes, pattern, alpha, beta)", "rel. error");
+    println!("{:<4} {:<72} {}", "", "case (MxKxN, block, dtypes, pattern, alpha, beta)", "kernel    rel. error");
     for r in &rows {
         println!("{r}");
     }

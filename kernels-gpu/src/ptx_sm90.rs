@@ -1,0 +1,96 @@
+//! Hopper-only instructions (sm_90a): mbarriers, TMA bulk tensor copies, wgmma.
+
+use core::arch::asm;
+
+include!(concat!(env!("OUT_DIR"), "/wgmma_gen.rs"));
+
+/// `mbarrier.init` with the number of arrivals that completes a phase.
+#[inline(always)]
+pub unsafe fn mbar_init(bar: u32, count: u32) {
+    unsafe { asm!("mbarrier.init.shared::cta.b64 [{0}], {1};", in(reg32) bar, in(reg32) count, options(nostack)) };
+}
+
+/// Makes barrier initialisation visible to the async proxy (TMA) and other threads.
+#[inline(always)]
+pub fn fence_mbar_init() {
+    // SAFETY: a fence.
+    unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
+}
+
+/// Producer: one arrival that also announces `bytes` of TMA data for this phase.
+#[inline(always)]
+pub unsafe fn mbar_arrive_expect_tx(bar: u32, bytes: u32) {
+    unsafe {
+        asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{0}], {1};", in(reg32) bar, in(reg32) bytes, options(nostack))
+    };
+}
+
+/// One plain arrival.
+#[inline(always)]
+pub unsafe fn mbar_arrive(bar: u32) {
+    unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{0}];", in(reg32) bar, options(nostack)) };
+}
+
+/// Blocks until the phase with parity `parity` of `bar` has completed.
+#[inline(always)]
+pub unsafe fn mbar_wait(bar: u32, parity: u32) {
+    loop {
+        let done: u32;
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{1}], {2}; selp.u32 {0}, 1, 0, p; }}",
+                out(reg32) done, in(reg32) bar, in(reg32) parity, options(nostack)
+            );
+        }
+        if done != 0 {
+            break;
+        }
+    }
+}
+
+/// 2D TMA load of the box at (`c0` innermost, `c1`) of the tensor map at generic address `tmap`
+/// into shared memory `dst`, completing `bar`'s transaction count.
+#[inline(always)]
+pub unsafe fn tma_load_2d(dst: u32, tmap: u64, c0: u32, c1: u32, bar: u32) {
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{0}], [{1}, {{{2}, {3}}}], [{4}];",
+            in(reg32) dst, in(reg64) tmap, in(reg32) c0, in(reg32) c1, in(reg32) bar, options(nostack)
+        );
+    }
+}
+
+/// Orders this warpgroup's register accesses before the wgmma that follow.
+#[inline(always)]
+pub fn wgmma_fence() {
+    // SAFETY: a fence.
+    unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
+}
+
+#[inline(always)]
+pub fn wgmma_commit() {
+    // SAFETY: closes the current wgmma group.
+    unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) };
+}
+
+/// Shared-memory matrix descriptor for a 128-byte-swizzled tile starting at `addr` (1024-byte
+/// aligned pattern): bits 0-13 address >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte
+/// offset >> 4, 62-63 swizzle mode (1 = 128B).
+#[inline(always)]
+pub fn sw128_desc(addr: u32, lbo: u32, sbo: u32) -> u64 {
+    ((addr as u64 & 0x3FFFF) >> 4) | (((lbo as u64) >> 4) << 16) | (((sbo as u64) >> 4) << 32) | (1u64 << 62)
+}
+
+/// Producer warpgroup: give registers back (`setmaxnreg.dec`, the whole warpgroup).
+#[inline(always)]
+pub fn set_max_nreg_producer() {
+    // SAFETY: executed by all threads of the warpgroup; the kernel is launched with a register cap.
+    unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 40;", options(nostack)) };
+}
+
+/// Consumer warpgroups: take the registers the accumulators need (`setmaxnreg.inc`).
+#[inline(always)]
+pub fn set_max_nreg_consumer() {
+    // SAFETY: as above.
+    unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 232;", options(nostack)) };
+}

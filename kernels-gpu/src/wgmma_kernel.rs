@@ -1,0 +1,228 @@
+//! The Hopper kernel (sm_90a): TMA loads into a 128-byte-swizzled shared-memory ring guarded by
+//! full/empty mbarriers, one producer warpgroup, consumer warpgroups running `wgmma m64n256k16`
+//! with f32 accumulators in registers, and a persistent grid that walks the host plan.
+//!
+//! Same semantics as `mma_kernel` (see there). Per work item the K axis is the item's blocks
+//! concatenated, in stages of 64 (`WG_K`): block widths 64 and 128 only, so a stage never
+//! straddles two blocks.
+//!
+//! Ring bookkeeping (one place, `Ring`): stage `g` (counted across all items of the block) uses
+//! slot `g % stages` with phase parity `(g / stages) & 1`. The producer waits on `empty[slot]`
+//! with the opposite parity (a fresh barrier passes at once), announces the stage's bytes on
+//! `full[slot]` and issues the copies; consumers wait on `full[slot]`, run the stage's wgmma and,
+//! once the next stage's wgmma are in flight (`wait_group 1`), release the slot on `empty`.
+
+use blocksparse_abi::{NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile};
+
+use crate::dtype::{Output, WgInput};
+use crate::epilogue::{Dest, store_partial_pair};
+use crate::ptx::{block_idx, grid_dim, ld_global_nc_u32, smem_base, sync_threads, thread_idx};
+use crate::ptx_sm90::{
+    fence_mbar_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, set_max_nreg_consumer,
+    set_max_nreg_producer, sw128_desc, tma_load_2d, wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
+};
+use crate::scheduler::work_item;
+
+struct Cfg<const TILE: usize>;
+impl<const TILE: usize> Cfg<TILE> {
+    const T: WgmmaTile = WGMMA_TILES[TILE];
+}
+
+/// Bytes of one 128-byte-swizzled row (64 f16/bf16) and of one 8-row swizzle atom.
+const ROW_BYTES: u32 = 128;
+const ATOM_BYTES: u32 = 8 * ROW_BYTES;
+/// Bytes of one `(WG_K, 64)` TMA box of B.
+const B_BOX_BYTES: u32 = WG_K * TMA_B_BOX_N * 2;
+
+/// Slot and parity of the current stage.
+#[derive(Clone, Copy)]
+struct Ring {
+    slot: u32,
+    phase: u32,
+    stages: u32,
+}
+
+impl Ring {
+    #[inline(always)]
+    fn advance(&mut self) {
+        self.slot += 1;
+        if self.slot == self.stages {
+            self.slot = 0;
+            self.phase ^= 1;
+        }
+    }
+}
+
+/// Shared-memory layout of one thread block (1024-byte aligned: the swizzle pattern of TMA and
+/// of the wgmma descriptors is a function of the address bits).
+#[derive(Clone, Copy)]
+struct Smem {
+    a_ring: u32, // (stages, bm, WG_K)
+    b_ring: u32, // (stages, bn / 64, WG_K, 64)
+    bars: u32,   // full[stages], empty[stages]
+    t: WgmmaTile,
+}
+
+impl Smem {
+    #[inline(always)]
+    fn a(&self, slot: u32) -> u32 {
+        self.a_ring + slot * self.t.a_stage_bytes()
+    }
+    #[inline(always)]
+    fn b(&self, slot: u32) -> u32 {
+        self.b_ring + slot * self.t.b_stage_bytes()
+    }
+    #[inline(always)]
+    fn full(&self, slot: u32) -> u32 {
+        self.bars + 8 * slot
+    }
+    #[inline(always)]
+    fn empty(&self, slot: u32) -> u32 {
+        self.bars + 8 * (self.t.stages + slot)
+    }
+}
+
+/// `tmap_a` / `tmap_b`: generic addresses of the tensor maps (kernel parameter memory).
+#[inline(always)]
+pub unsafe fn spmm_wgmma<I: WgInput, O: Output, const TILE: usize>(p: &SpmmParams, tmap_a: u64, tmap_b: u64) {
+    let t = Cfg::<TILE>::T;
+    let tid = thread_idx();
+    let warpgroup = tid / 128;
+    let base = (smem_base() + 1023) & !1023;
+    let sm = Smem { a_ring: base, b_ring: base + t.stages * t.a_stage_bytes(), bars: base + t.barrier_offset(), t };
+    if tid == 0 {
+        let mut s = 0;
+        while s < t.stages {
+            unsafe {
+                mbar_init(sm.full(s), 1);
+                mbar_init(sm.empty(s), t.consumers());
+            }
+            s += 1;
+        }
+        fence_mbar_init();
+    }
+    sync_threads();
+
+    if warpgroup == 0 {
+        set_max_nreg_producer();
+        if tid == 0 {
+            unsafe { produce(p, sm, tmap_a, tmap_b) };
+        }
+    } else {
+        set_max_nreg_consumer();
+        unsafe { consume::<I, O>(p, sm, warpgroup - 1, tid % 128) };
+    }
+}
+
+/// Load stage: one thread walks this block's items and streams A slices and B boxes.
+#[inline(always)]
+unsafe fn produce(p: &SpmmParams, sm: Smem, tmap_a: u64, tmap_b: u64) {
+    let t = sm.t;
+    let bk_log2 = p.bk_log2;
+    let bk_mask = (1u32 << bk_log2) - 1;
+    let col_idx = p.col_idx as *const u32;
+    let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
+    let mut idx = block_idx();
+    while idx < p.n_items {
+        let item = unsafe { work_item(p.items, idx) };
+        let n_k = ((item.blk_end - item.blk_begin) << bk_log2) / WG_K;
+        let n0 = item.n_tile * t.bn();
+        let mut kt = 0;
+        while kt < n_k {
+            let k = kt * WG_K;
+            let blk = item.blk_begin + (k >> bk_log2);
+            let kin = k & bk_mask;
+            let col = unsafe { ld_global_nc_u32(col_idx.wrapping_add(blk as usize)) };
+            let b_row = (col << bk_log2) + kin;
+            unsafe {
+                mbar_wait(sm.empty(ring.slot), ring.phase ^ 1);
+                let full = sm.full(ring.slot);
+                mbar_arrive_expect_tx(full, t.stage_bytes());
+                tma_load_2d(sm.a(ring.slot), tmap_a, kin, blk * t.bm, full);
+                let mut j = 0;
+                while j < t.bn() / TMA_B_BOX_N {
+                    tma_load_2d(sm.b(ring.slot) + j * B_BOX_BYTES, tmap_b, n0 + j * TMA_B_BOX_N, b_row, full);
+                    j += 1;
+                }
+            }
+            ring.advance();
+            kt += 1;
+        }
+        idx += grid_dim();
+    }
+}
+
+/// Compute + store stages of consumer warpgroup `c` (thread `lt` of 128 in it).
+#[inline(always)]
+unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u32) {
+    let t = sm.t;
+    let (wm, wn) = (c / t.wg_n, c % t.wg_n);
+    // This warpgroup's operands inside a stage: A rows [64 wm, 64 wm + 64), B columns
+    // [256 wn, 256 wn + 256) = boxes 4 wn .. 4 wn + 4.
+    let a_off = wm * WG_M * ROW_BYTES;
+    let b_off = wn * (WG_N / TMA_B_BOX_N) * B_BOX_BYTES;
+    let bk_log2 = p.bk_log2;
+    let dest = Dest { c: p.c, ldc: p.ldc, n: p.n, alpha: p.alpha, beta: p.beta };
+    let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
+    let mut idx = block_idx();
+    while idx < p.n_items {
+        let item = unsafe { work_item(p.items, idx) };
+        let n_k = ((item.blk_end - item.blk_begin) << bk_log2) / WG_K;
+        // (128 threads, 128) f32: the m64n256 accumulator fragment.
+        let mut acc = [0.0f32; 128];
+        let mut prev = NO_SLOT;
+        let mut kt = 0;
+        while kt < n_k {
+            unsafe { mbar_wait(sm.full(ring.slot), ring.phase) };
+            wgmma_fence();
+            let a = sm.a(ring.slot) + a_off;
+            let b = sm.b(ring.slot) + b_off;
+            let mut kk = 0;
+            while kk < WG_K / 16 {
+                // A: K-major, next k16 slice 32 bytes on. B: N-major, 64-column boxes LBO apart,
+                // 8-row K groups SBO apart; next k16 slice = 16 rows on.
+                let da = sw128_desc(a + kk * 32, 16, ATOM_BYTES);
+                let db = sw128_desc(b + kk * 16 * ROW_BYTES, B_BOX_BYTES, ATOM_BYTES);
+                unsafe { I::wgmma(&mut acc, da, db) };
+                kk += 1;
+            }
+            wgmma_commit();
+            wgmma_wait1(&mut acc);
+            if prev != NO_SLOT && lt == 0 {
+                unsafe { mbar_arrive(sm.empty(prev)) };
+            }
+            prev = ring.slot;
+            ring.advance();
+            kt += 1;
+        }
+        wgmma_wait0(&mut acc);
+        if prev != NO_SLOT && lt == 0 {
+            unsafe { mbar_arrive(sm.empty(prev)) };
+        }
+
+        // Store: register i of thread (warp w, lane l) holds row 16w + l/4 + 8·((i>>1)&1),
+        // column 8·(i>>2) + 2·(l%4) + (i&1) of the (64, 256) sub-tile.
+        let (w, l) = (lt / 32, lt % 32);
+        let row0 = wm * WG_M + 16 * w + l / 4;
+        let col0 = wn * WG_N + 2 * (l % 4);
+        let n0 = item.n_tile * t.bn();
+        if item.partial_slot == NO_SLOT {
+            let grow0 = item.block_row * t.bm + row0;
+            let mut i = 0;
+            while i < 128 {
+                let (r, col) = (grow0 + 8 * ((i as u32 >> 1) & 1), n0 + col0 + 8 * (i as u32 >> 2));
+                unsafe { dest.store_pair::<O>(r, col, acc[i], acc[i + 1]) };
+                i += 2;
+            }
+        } else {
+            let tile = (p.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.bm * t.bn()) as usize);
+            let mut i = 0;
+            while i < 128 {
+                let (r, col) = (row0 + 8 * ((i as u32 >> 1) & 1), col0 + 8 * (i as u32 >> 2));
+                unsafe { store_partial_pair(tile, t.bn(), r, col, acc[i], acc[i + 1]) };
+                i += 2;
+            }
+        }
+        idx += grid_dim();
+    }
+}
