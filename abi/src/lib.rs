@@ -188,6 +188,9 @@ pub struct SpmmParams {
     pub c: u64,
     /// `(n_slots, bm, bn)` f32 split-K partial tiles.
     pub partials: u64,
+    /// Persistent kernels: `(grid + 1,)` offsets; thread block `b` runs items
+    /// `schedule[b] .. schedule[b + 1]`. Unused (0) by the one-block-per-item kernel.
+    pub schedule: u64,
     pub ldb: u32,
     pub ldc: u32,
     /// Columns of B and C.
@@ -196,7 +199,7 @@ pub struct SpmmParams {
     pub bk_log2: u32,
     pub alpha: f32,
     pub beta: f32,
-    /// Number of work items (the persistent Hopper kernel loops over them).
+    /// Number of work items.
     pub n_items: u32,
     pub _pad: u32,
 }

@@ -29,6 +29,9 @@ pub struct WorkList {
     pub max_item_blocks: u32,
     /// The split threshold used, in A blocks.
     pub split_limit: u32,
+    /// For a persistent grid of `g` thread blocks: `g + 1` offsets into `items`; block `b` runs
+    /// `items[schedule[b]..schedule[b + 1]]`. Empty for one-block-per-item launches.
+    pub schedule: Vec<u32>,
 }
 
 /// Plans `C(M, n) = A · B` for the block-row structure `row_ptr` (length block rows + 1).
@@ -80,7 +83,40 @@ pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u3
         if len >= heavy { u64::MAX - len } else { u64::MAX }
     });
     let max_item_blocks = items.iter().map(|i| i.blk_end - i.blk_begin).max().unwrap_or(0);
-    WorkList { items, groups, n_slots, n_tiles, max_item_blocks, split_limit }
+    WorkList { items, groups, n_slots, n_tiles, max_item_blocks, split_limit, schedule: Vec::new() }
+}
+
+/// Cost of an item in the scheduler's units: its A blocks, plus one for the epilogue (so that
+/// empty items, which still write C, are spread too).
+fn item_cost(i: &WorkItem) -> u64 {
+    (i.blk_end - i.blk_begin) as u64 + 1
+}
+
+/// Assigns the items of `work` to a persistent grid of `grid` thread blocks: each item, in the
+/// planned order (longest first, then N-tile-major), goes to the least-loaded block (ties: the
+/// lowest index). That is LPT list scheduling for the long items, and for the uniform rest it
+/// deals items out in order, so the blocks resident at one time still share columns of B.
+/// Reorders `items` block by block and fills `schedule`.
+pub fn schedule_persistent(work: &mut WorkList, grid: u32) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let grid = grid.max(1) as usize;
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (0..grid).map(|b| Reverse((0, b))).collect();
+    let mut per_block: Vec<Vec<WorkItem>> = vec![Vec::new(); grid];
+    for it in &work.items {
+        let Some(Reverse((load, b))) = heap.pop() else { break };
+        per_block[b].push(*it);
+        heap.push(Reverse((load + item_cost(it), b)));
+    }
+    let mut schedule = Vec::with_capacity(grid + 1);
+    let mut items = Vec::with_capacity(work.items.len());
+    schedule.push(0);
+    for list in per_block {
+        items.extend(list);
+        schedule.push(items.len() as u32);
+    }
+    work.items = items;
+    work.schedule = schedule;
 }
 
 #[cfg(test)]
@@ -172,6 +208,35 @@ mod tests {
         // Longest first.
         let first = w.items[0].blk_end - w.items[0].blk_begin;
         assert_eq!(first, w.max_item_blocks);
+    }
+
+    #[test]
+    fn persistent_schedule_is_balanced_and_complete() {
+        let tile = MMA_TILES[2];
+        // Two full rows among light ones: the skewed benchmark pattern.
+        let mut lens = vec![14u32; 126];
+        lens.insert(10, 128);
+        lens.insert(90, 128);
+        let rp = row_ptr_from_lens(&lens);
+        for grid in [1u32, 7, 132] {
+            let mut w = plan_work(&rp, 8192, tile, 64, grid);
+            let before = w.items.clone();
+            schedule_persistent(&mut w, grid);
+            check_cover(&rp, 8192, tile, &w);
+            assert_eq!(w.schedule.len(), grid as usize + 1);
+            assert_eq!(*w.schedule.last().unwrap() as usize, w.items.len());
+            let mut a = before.clone();
+            let mut b = w.items.clone();
+            a.sort_by_key(|i| (i.n_tile, i.block_row, i.blk_begin));
+            b.sort_by_key(|i| (i.n_tile, i.block_row, i.blk_begin));
+            assert_eq!(a, b, "same items, only reordered");
+            // List-scheduling bound: max load <= mean load + longest item.
+            let loads: Vec<u64> = w.schedule.windows(2).map(|r| w.items[r[0] as usize..r[1] as usize].iter().map(item_cost).sum()).collect();
+            let total: u64 = loads.iter().sum();
+            let longest = w.items.iter().map(item_cost).max().unwrap();
+            let max = *loads.iter().max().unwrap();
+            assert!(max <= total / grid as u64 + longest, "max {max} total {total} longest {longest}");
+        }
     }
 
     #[test]

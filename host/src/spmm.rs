@@ -24,7 +24,7 @@ use crate::device::{Context, DeviceBsr, DeviceMatrix, Pattern};
 use crate::element::{Element, InputElement};
 use crate::error::{Error, Result};
 use crate::kernels::{FIXUP_BLOCK, MmaKey};
-use crate::plan::{WorkList, plan_work};
+use crate::plan::{WorkList, plan_work, schedule_persistent};
 
 /// A launch-parameter block passed by value (the device `Params` types live in
 /// `blocksparse-abi`; this wrapper lets cudarc push them).
@@ -46,6 +46,7 @@ pub struct Plan {
     tile: MmaTile,
     work: WorkList,
     items: CudaSlice<u32>,
+    schedule: Option<CudaSlice<u32>>,
     groups: Option<CudaSlice<u32>>,
     partials: Option<CudaSlice<f32>>,
 }
@@ -107,8 +108,10 @@ impl Context {
     fn plan_wgmma<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize) -> Result<Plan> {
         check_n(n)?;
         let tile = WGMMA_TILES[tile_index].as_mma_tile();
-        // Persistent grid: one resident thread block per SM.
-        let work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, self.sm_count());
+        // Persistent grid: one resident thread block per SM, items dealt out by the planner.
+        let grid = self.sm_count();
+        let mut work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, grid);
+        schedule_persistent(&mut work, grid);
         self.upload_plan(a, n, PlanKernel::Wgmma(tile_index), tile, work)
     }
 
@@ -139,6 +142,7 @@ impl Context {
         })?;
         let stream = self.stream();
         let items = stream.clone_htod(&flatten_items(&work.items))?;
+        let schedule = if work.schedule.is_empty() { None } else { Some(stream.clone_htod(&work.schedule)?) };
         let groups = if work.groups.is_empty() { None } else { Some(stream.clone_htod(&flatten_groups(&work.groups))?) };
         let partials = if work.n_slots == 0 {
             None
@@ -148,7 +152,7 @@ impl Context {
                 .ok_or(Error::TooLarge { what: "split-K workspace", value: usize::MAX })?;
             Some(stream.alloc_zeros::<f32>(elems)?)
         };
-        Ok(Plan { pattern: a.pattern.clone(), n, kernel, tile, work, items, groups, partials })
+        Ok(Plan { pattern: a.pattern.clone(), n, kernel, tile, work, items, schedule, groups, partials })
     }
 
     /// `C = alpha · A · B + beta · C`. Every argument is checked before anything is launched.
@@ -189,6 +193,7 @@ impl Context {
             b: b.ptr(stream),
             c: c.ptr(stream),
             partials: plan.partials.as_ref().map_or(0, |p| p.device_ptr_u64(stream)),
+            schedule: plan.schedule.as_ref().map_or(0, |p| p.device_ptr_u64(stream)),
             ldb: to_u32("ldb", b.ld())?,
             ldc: to_u32("ldc", c.ld())?,
             n: to_u32("N", n)?,
@@ -228,7 +233,7 @@ impl Context {
                 let tmap_b = encode_tmap_2d::<T>(params.b, [n as u64, k as u64], (b.ld() * 2) as u64, [TMA_B_BOX_N, WG_K])?;
                 let wp = WgmmaParams { tmap_a, tmap_b, base: params };
                 let cfg = LaunchConfig {
-                    grid_dim: (n_items.min(self.sm_count()).max(1), 1, 1),
+                    grid_dim: (plan.work.schedule.len().saturating_sub(1) as u32, 1, 1),
                     block_dim: (wt.threads(), 1, 1),
                     shared_mem_bytes: wt.smem_bytes(),
                 };

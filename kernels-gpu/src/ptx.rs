@@ -238,8 +238,3 @@ pub fn trap() -> ! {
     unsafe { asm!("trap;", options(noreturn, nostack)) }
 }
 
-#[inline(always)]
-pub fn grid_dim() -> u32 {
-    // SAFETY: reads a special register.
-    unsafe { nvptx::_grid_dim_x() as u32 }
-}

@@ -16,7 +16,7 @@ use blocksparse_abi::{NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_
 
 use crate::dtype::{Output, WgInput};
 use crate::epilogue::{Dest, store_partial_pair};
-use crate::ptx::{block_idx, grid_dim, ld_global_nc_u32, smem_base, sync_threads, thread_idx};
+use crate::ptx::{block_idx, ld_global_nc_u32, smem_base, sync_threads, thread_idx};
 use crate::ptx_sm90::{
     fence_mbar_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, set_max_nreg_consumer,
     set_max_nreg_producer, sw128_desc, tma_load_2d, wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
@@ -114,6 +114,13 @@ pub unsafe fn spmm_wgmma<I: WgInput, O: Output, const TILE: usize>(p: &SpmmParam
     }
 }
 
+/// This thread block's share of the items: `schedule[b] .. schedule[b + 1]` (host-planned).
+#[inline(always)]
+unsafe fn my_items(p: &SpmmParams) -> (u32, u32) {
+    let s = (p.schedule as *const u32).wrapping_add(block_idx() as usize);
+    unsafe { (ld_global_nc_u32(s), ld_global_nc_u32(s.wrapping_add(1))) }
+}
+
 /// Load stage: one thread walks this block's items and streams A slices and B boxes.
 #[inline(always)]
 unsafe fn produce(p: &SpmmParams, sm: Smem, tmap_a: u64, tmap_b: u64) {
@@ -122,8 +129,8 @@ unsafe fn produce(p: &SpmmParams, sm: Smem, tmap_a: u64, tmap_b: u64) {
     let bk_mask = (1u32 << bk_log2) - 1;
     let col_idx = p.col_idx as *const u32;
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
-    let mut idx = block_idx();
-    while idx < p.n_items {
+    let (mut idx, end) = unsafe { my_items(p) };
+    while idx < end {
         let item = unsafe { work_item(p.items, idx) };
         let n_k = ((item.blk_end - item.blk_begin) << bk_log2) / WG_K;
         let n0 = item.n_tile * t.bn();
@@ -148,7 +155,7 @@ unsafe fn produce(p: &SpmmParams, sm: Smem, tmap_a: u64, tmap_b: u64) {
             ring.advance();
             kt += 1;
         }
-        idx += grid_dim();
+        idx += 1;
     }
 }
 
@@ -164,8 +171,8 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u
     let bk_log2 = p.bk_log2;
     let dest = Dest { c: p.c, ldc: p.ldc, n: p.n, alpha: p.alpha, beta: p.beta };
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
-    let mut idx = block_idx();
-    while idx < p.n_items {
+    let (mut idx, end) = unsafe { my_items(p) };
+    while idx < end {
         let item = unsafe { work_item(p.items, idx) };
         let n_k = ((item.blk_end - item.blk_begin) << bk_log2) / WG_K;
         // (128 threads, 128) f32: the m64n256 accumulator fragment.
@@ -223,6 +230,6 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u
                 i += 2;
             }
         }
-        idx += grid_dim();
+        idx += 1;
     }
 }
