@@ -38,6 +38,10 @@ pub struct Args {
     /// f16 only), each on the cases whose block size matches its block height.
     #[arg(long, value_delimiter = ',')]
     tiles: Vec<usize>,
+    /// Also run PyTorch's BSR product (torch.sparse, Triton kernel) on the same cases, when
+    /// python3 with torch is available.
+    #[arg(long)]
+    peers: bool,
     /// Timed launches per measurement (median reported).
     #[arg(long, default_value_t = 50)]
     reps: usize,
@@ -64,6 +68,13 @@ struct Row {
     dense_tflops: f64,
     /// Effective BSR TFLOP/s over dense TFLOP/s (same M×N×K).
     ratio_to_dense: f64,
+    /// K_eff = average blocks per block row × bk: the dense product with the same work.
+    k_eff: usize,
+    dense_eff_tflops: f64,
+    /// Effective BSR TFLOP/s over dense TFLOP/s at M×N×K_eff (the cost of sparsity itself).
+    ratio_to_equal_work: f64,
+    /// PyTorch's BSR kernel on the same case (`--peers`), effective TFLOP/s.
+    peer_tflops: Option<f64>,
     /// Dense time over BSR time.
     speedup: f64,
 }
@@ -134,11 +145,16 @@ fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k
     Ok((ms, nnzb, kernel))
 }
 
+fn dense_tflops(m: usize, n: usize, k: usize, ms: f64) -> f64 {
+    2.0 * m as f64 * n as f64 * k as f64 / (ms * 1e-3) / 1e12
+}
+
 fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, rng: &mut TestRng) -> Result<(), String> {
     let (m, n, k) = (args.m, args.n, args.k);
     let gemm = DenseGemm::new(ctx).map_err(|e| e.to_string())?;
     let dense = dense_time::<T>(ctx, &gemm, m, n, k, args.reps, rng)?;
-    let dense_tflops = 2.0 * m as f64 * n as f64 * k as f64 / (dense.ms * 1e-3) / 1e12;
+    let dense_full = dense_tflops(m, n, k, dense.ms);
+    let mut equal_work = std::collections::HashMap::new();
     for &bs in &args.blocks {
         for &density in &args.densities {
             let (br, bc) = (m / bs, k / bs);
@@ -157,6 +173,15 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
                 let (ms, nnzb, kernel) = bsr_time::<T>(ctx, mask, m, n, k, bs, tile, args.reps, rng)?;
                 let flops = 2.0 * nnzb as f64 * (bs * bs) as f64 * n as f64;
                 let tflops = flops / (ms * 1e-3) / 1e12;
+                let k_eff = (nnzb * bs * bs / m).max(1);
+                let dense_eff = match equal_work.get(&k_eff) {
+                    Some(&t) => t,
+                    None => {
+                        let t = dense_tflops(m, n, k_eff, dense_time::<T>(ctx, &gemm, m, n, k_eff, args.reps, rng)?.ms);
+                        equal_work.insert(k_eff, t);
+                        t
+                    }
+                };
                 rows.push(Row {
                     dtype: T::DTYPE.to_string(),
                     m,
@@ -170,8 +195,12 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
                     bsr_ms: ms,
                     bsr_tflops: tflops,
                     dense_ms: dense.ms,
-                    dense_tflops,
-                    ratio_to_dense: tflops / dense_tflops,
+                    dense_tflops: dense_full,
+                    ratio_to_dense: tflops / dense_full,
+                    k_eff,
+                    dense_eff_tflops: dense_eff,
+                    ratio_to_equal_work: tflops / dense_eff,
+                    peer_tflops: None,
                     speedup: dense.ms / ms,
                 });
             }
@@ -196,6 +225,9 @@ pub fn run(args: Args) -> Result<bool, String> {
             DType::F32 => return Err("f32 inputs are not supported (use f16 or bf16)".into()),
         }
     }
+    if args.peers {
+        run_peers(&mut rows);
+    }
     let report = Report {
         gpu: ctx.device_name().to_string(),
         compute_capability: ctx.compute_capability(),
@@ -210,13 +242,14 @@ pub fn run(args: Args) -> Result<bool, String> {
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))?;
     println!("bench: {} (cc {}.{}), module {:?}, median of {} runs, C in the input dtype", report.gpu, report.compute_capability.0, report.compute_capability.1, ctx.arch(), args.reps);
+    println!("ratio: BSR effective TFLOP/s / dense cuBLAS TFLOP/s on MxNxK; eq-work: / dense on MxNxK_eff");
     println!(
-        "{:<5} {:>16} {:>5} {:>9} {:>8} {:>8} {:>9} {:>10} {:>9} {:>10} {:>8} {:>8}",
-        "dtype", "MxNxK", "block", "kernel", "pattern", "density", "bsr ms", "bsr TF/s", "dense ms", "dense TF/s", "ratio", "speedup"
+        "{:<5} {:>16} {:>5} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8}",
+        "dtype", "MxNxK", "block", "kernel", "pattern", "density", "bsr ms", "bsr TF/s", "dense TF", "ratio", "K_eff", "eq-work", "speedup", "torch TF"
     );
     for r in &rows {
         println!(
-            "{:<5} {:>16} {:>5} {:>9} {:>8} {:>8.4} {:>9.3} {:>10.1} {:>9.3} {:>10.1} {:>8.3} {:>7.2}x",
+            "{:<5} {:>16} {:>5} {:>9} {:>8} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>7} {:>8.3} {:>6.2}x {:>8}",
             r.dtype,
             format!("{}x{}x{}", r.m, r.n, r.k),
             r.block,
@@ -225,12 +258,68 @@ pub fn run(args: Args) -> Result<bool, String> {
             r.density,
             r.bsr_ms,
             r.bsr_tflops,
-            r.dense_ms,
             r.dense_tflops,
             r.ratio_to_dense,
-            r.speedup
+            r.k_eff,
+            r.ratio_to_equal_work,
+            r.speedup,
+            r.peer_tflops.map_or("-".to_string(), |t| format!("{t:.1}"))
         );
     }
     println!("json: {}", args.json);
     Ok(true)
+}
+
+/// Runs PyTorch's BSR kernel on every uniform case (same shape, block, density, dtype) through
+/// python3, filling `peer_tflops`. Missing python3/torch is reported, not fatal.
+fn run_peers(rows: &mut [Row]) {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let cases: Vec<serde_json::Value> = rows
+        .iter()
+        .filter(|r| r.pattern == "uniform")
+        .map(|r| serde_json::json!({"m": r.m, "n": r.n, "k": r.k, "block": r.block, "density": r.density, "dtype": r.dtype}))
+        .collect();
+    let child = Command::new("python3")
+        .args(["-c", include_str!("peers.py")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("peers: python3 not found, skipped");
+        return;
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(serde_json::Value::Array(cases).to_string().as_bytes());
+    }
+    let Ok(out) = child.wait_with_output() else {
+        eprintln!("peers: python3 failed to run, skipped");
+        return;
+    };
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        eprintln!("peers: PyTorch BSR run failed (torch/triton missing?): {}", err.lines().last().unwrap_or(""));
+        return;
+    }
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let get = |k: &str| v.get(k).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
+        if v.get("ok").and_then(|x| x.as_bool()) != Some(true) {
+            eprintln!("peers: {}", v.get("error").and_then(|e| e.as_str()).unwrap_or("failed"));
+            continue;
+        }
+        let dtype = v.get("dtype").and_then(|x| x.as_str()).unwrap_or("");
+        for r in rows.iter_mut().filter(|r| {
+            r.pattern == "uniform"
+                && r.dtype == dtype
+                && r.m as f64 == get("m")
+                && r.n as f64 == get("n")
+                && r.k as f64 == get("k")
+                && r.block as f64 == get("block")
+                && r.density == get("density")
+        }) {
+            r.peer_tflops = Some(get("tflops"));
+        }
+    }
 }
