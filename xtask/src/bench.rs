@@ -173,7 +173,8 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
                 let (ms, nnzb, kernel) = bsr_time::<T>(ctx, mask, m, n, k, bs, tile, args.reps, rng)?;
                 let flops = 2.0 * nnzb as f64 * (bs * bs) as f64 * n as f64;
                 let tflops = flops / (ms * 1e-3) / 1e12;
-                let k_eff = (nnzb * bs * bs / m).max(1);
+                // Rounded to a multiple of 64 so that cuBLAS runs its regular kernels.
+                let k_eff = ((nnzb * bs * bs) as f64 / m as f64 / 64.0).round().max(1.0) as usize * 64;
                 let dense_eff = match equal_work.get(&k_eff) {
                     Some(&t) => t,
                     None => {
