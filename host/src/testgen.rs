@@ -26,6 +26,12 @@ pub fn random_mask(
     (0..len).map(|_| rng.random::<f64>() < density).collect()
 }
 
+/// A row-major `block_rows x block_cols` block mask with exactly `round(density * blocks)`
+/// blocks placed uniformly at random (no variance in the block count, which benchmarks want).
+pub fn exact_mask(block_rows: usize, block_cols: usize, density: f64, rng: &mut impl Rng) -> Vec<bool> {
+    skewed_mask(block_rows, block_cols, density, 0, 0.0, rng)
+}
+
 /// Sets exactly `k` of the cells `cells` of `mask` (or all of them if there are fewer), chosen
 /// uniformly without replacement.
 fn set_random_subset(mask: &mut [bool], mut cells: Vec<usize>, k: usize, rng: &mut impl Rng) {
@@ -127,6 +133,15 @@ pub fn seeded_rng(seed: u64) -> TestRng {
 mod tests {
     use super::*;
     use half::{bf16, f16};
+
+    #[test]
+    fn exact_mask_has_exact_count() {
+        let mut rng = seeded_rng(test_seed("exact_mask_has_exact_count"));
+        for (r, c, d) in [(128usize, 128usize, 0.125f64), (17, 33, 0.5), (64, 64, 0.03125), (8, 8, 1.0), (8, 8, 0.0)] {
+            let m = exact_mask(r, c, d, &mut rng);
+            assert_eq!(m.iter().filter(|&&x| x).count(), (d * (r * c) as f64).round() as usize);
+        }
+    }
 
     #[test]
     fn masks_are_deterministic_and_respect_density() {

@@ -1,10 +1,12 @@
 //! Static checks of the embedded PTX modules with NVIDIA's offline tools; no GPU involved.
 //!
 //! - `ptxas -v` assembles each module for its target: no errors, no unresolved externs, every
-//!   generated entry point present, and no main kernel (`spmm_mma_*`) with spills or a stack
-//!   frame.
-//! - `cuobjdump -sass` on the sm_80 cubin: every main kernel uses the tensor cores (`HMMA`),
-//!   `ldmatrix` (`LDSM`) and `cp.async` (`LDGSTS`), and touches no local memory (`LDL`/`STL`).
+//!   generated entry point present, and no hot kernel (`spmm_mma_*`, and `spmm_wgmma_*` in
+//!   sm_90a) with spills or a stack frame.
+//! - `cuobjdump -sass` on the sm_80 cubin: every portable kernel uses the tensor cores (`HMMA`),
+//!   `ldmatrix` (`LDSM`) and `cp.async` (`LDGSTS`); on the sm_90a cubin every Hopper kernel uses
+//!   wgmma (`HGMMA`), TMA (`UTMALDG`) and mbarriers (`SYNCS`); none touches local memory
+//!   (`LDL`/`STL`).
 //!
 //! The tools come from `tools/install-cuda-tools.sh` (`<workspace>/.tools/cuda`) or from the
 //! folder named by `BLOCKSPARSE_CUDA_TOOLS` (one holding the wheels' `nvidia/` tree). Without
@@ -190,6 +192,17 @@ fn mma_entries() -> Vec<&'static str> {
     names
 }
 
+fn wgmma_entries() -> Vec<&'static str> {
+    let mut names = Vec::new();
+    macro_rules! push {
+        ($name:ident, $($rest:tt)*) => {
+            names.push(stringify!($name));
+        };
+    }
+    blocksparse_abi::for_each_wgmma_kernel!(push);
+    names
+}
+
 fn fixup_entries() -> Vec<&'static str> {
     let mut names = Vec::new();
     macro_rules! push {
@@ -266,6 +279,15 @@ fn parse_ptxas(log: &str) -> PtxasReport {
     PtxasReport { entries, functions }
 }
 
+/// The hot kernels of a module: the portable ones everywhere, the Hopper ones in sm_90a.
+fn hot_entries(arch: &str) -> Vec<&'static str> {
+    let mut v = mma_entries();
+    if arch == "sm_90a" {
+        v.extend(wgmma_entries());
+    }
+    v
+}
+
 fn check_module(test: &str, arch: &'static str, ptx: &str) {
     let Some(tools) = tools(test) else { return };
     assert!(
@@ -275,12 +297,11 @@ fn check_module(test: &str, arch: &'static str, ptx: &str) {
     let asm = assembled(tools, arch);
     let report = parse_ptxas(&asm.log);
 
-    let mma = mma_entries();
+    let hot = hot_entries(arch);
     let fixup = fixup_entries();
-    assert_eq!(mma.len(), 24, "expected 24 main kernels in blocksparse_abi::for_each_mma_kernel");
-    assert_eq!(fixup.len(), 3, "expected 3 fix-up kernels in blocksparse_abi::for_each_fixup_kernel");
+    assert!(!hot.is_empty() && !fixup.is_empty(), "the kernel lists in blocksparse_abi are empty");
     let missing: Vec<&str> =
-        mma.iter().chain(&fixup).copied().filter(|n| !report.entries.contains(*n)).collect();
+        hot.iter().chain(&fixup).copied().filter(|n| !report.entries.contains(*n)).collect();
     assert!(
         missing.is_empty(),
         "{arch}: entry points missing from the ptxas output: {missing:?}\nfound: {:?}",
@@ -289,7 +310,7 @@ fn check_module(test: &str, arch: &'static str, ptx: &str) {
 
     let mut problems = Vec::new();
     let mut table = Vec::new();
-    for name in report.entries.iter().filter(|n| n.starts_with("spmm_mma_")) {
+    for name in hot.iter().copied() {
         let r = &report.functions[name];
         let (Some(stack), Some(stores), Some(loads)) = (r.stack_frame, r.spill_stores, r.spill_loads)
         else {
@@ -355,12 +376,12 @@ fn sass_opcodes(listing: &str) -> BTreeMap<String, Vec<String>> {
     functions
 }
 
-#[test]
-fn sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory() {
-    let test = "sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory";
+/// Assembles `arch`'s module, disassembles it, and checks that every kernel in `entries` uses
+/// each of `required` and never local memory.
+fn check_sass(test: &str, arch: &'static str, entries: &[&str], required: &[&str]) {
     let Some(tools) = tools(test) else { return };
-    let asm = assembled(tools, "sm_80");
-    let cubin = TempFile::new("sm_80-sass", "cubin");
+    let asm = assembled(tools, arch);
+    let cubin = TempFile::new(&format!("{arch}-sass"), "cubin");
     std::fs::write(&cubin.0, &asm.cubin).unwrap_or_else(|e| panic!("write {}: {e}", cubin.0.display()));
     let mut cmd = tools.cuobjdump_command();
     cmd.arg("-sass").arg(&cubin.0);
@@ -368,15 +389,15 @@ fn sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory() {
     let functions = sass_opcodes(&listing);
 
     let mut problems = Vec::new();
-    for name in mma_entries() {
+    for &name in entries {
         let Some(ops) = functions.get(name) else {
             problems.push(format!("{name}: not in the SASS listing"));
             continue;
         };
         let count = |op: &str| ops.iter().filter(|o| *o == op).count();
-        for required in ["HMMA", "LDSM", "LDGSTS"] {
-            if count(required) == 0 {
-                problems.push(format!("{name}: no {required}"));
+        for &op in required {
+            if count(op) == 0 {
+                problems.push(format!("{name}: no {op}"));
             }
         }
         for forbidden in ["LDL", "STL"] {
@@ -386,13 +407,27 @@ fn sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory() {
             }
         }
     }
-    // Any other main kernel in the cubin must not touch local memory either.
-    for (name, ops) in functions.iter().filter(|(n, _)| n.starts_with("spmm_mma_")) {
-        if !mma_entries().contains(&name.as_str()) && ops.iter().any(|o| o == "LDL" || o == "STL") {
-            problems.push(format!("{name}: LDL/STL (local memory)"));
-        }
-    }
-    assert!(problems.is_empty(), "sm_80 SASS of the main kernels:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "{arch} SASS of the hot kernels:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory() {
+    check_sass(
+        "sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory",
+        "sm_80",
+        &mma_entries(),
+        &["HMMA", "LDSM", "LDGSTS"],
+    );
+}
+
+#[test]
+fn sass_sm90a_hopper_kernels_use_wgmma_and_tma() {
+    check_sass(
+        "sass_sm90a_hopper_kernels_use_wgmma_and_tma",
+        "sm_90a",
+        &wgmma_entries(),
+        &["HGMMA", "UTMALDG", "SYNCS"],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use blocksparse::dense::DenseGemm;
-use blocksparse::testgen::{random_mask, random_values, seeded_rng, skewed_mask, TestRng};
+use blocksparse::testgen::{exact_mask, random_values, seeded_rng, skewed_mask, TestRng};
 use blocksparse::{BlockShape, Bsr, Context, DType, DeviceMatrix, InputElement, KernelPath};
 use half::{bf16, f16};
 use rand::Rng;
@@ -158,7 +158,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
     for &bs in &args.blocks {
         for &density in &args.densities {
             let (br, bc) = (m / bs, k / bs);
-            let mut patterns = vec![("uniform".to_string(), random_mask(br, bc, density, rng))];
+            let mut patterns = vec![("uniform".to_string(), exact_mask(br, bc, density, rng))];
             if args.skewed {
                 patterns.push(("skewed".to_string(), skewed_mask(br, bc, density, (br / 64).max(1), 0.5, rng)));
             }
