@@ -30,19 +30,17 @@ fn main() {
 /// What rustc cannot express for the Hopper kernels, written into their entry headers:
 /// - the parameter block holds TMA tensor maps, which must be 64-byte aligned (a Rust type of
 ///   that alignment cannot be passed by value to an nvptx kernel);
-/// - `.maxntid` (rustc has no launch-bounds attribute): the register cap `setmaxnreg` needs;
-/// - `.reqnctapercluster`: the thread-block cluster the A multicast runs in.
+/// - `.maxntid` (rustc has no launch-bounds attribute): the register cap `setmaxnreg` needs.
 fn fix_hopper_entries(mut ptx: String) -> String {
     macro_rules! fix {
         ($name:ident, $input:ident, $tile:literal, $output:ident) => {
             let name = stringify!($name);
-            let tile = blocksparse_abi::WGMMA_TILES[$tile];
-            let (threads, cluster) = (tile.threads(), tile.cluster);
+            let threads = blocksparse_abi::WGMMA_TILES[$tile].threads();
             let param = format!(".param .align 8 .b8 {name}_param_0[");
             if let Some(at) = ptx.find(&param) {
                 ptx.replace_range(at..at + param.len(), &format!(".param .align 64 .b8 {name}_param_0["));
                 let close = at + ptx[at..].find(')').expect("entry parameter list closes");
-                ptx.insert_str(close + 1, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm 1\n.reqnctapercluster {cluster}, 1, 1"));
+                ptx.insert_str(close + 1, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm 1"));
             }
         };
     }

@@ -280,38 +280,25 @@ pub const TMA_B_BOX_N: u32 = 64;
 
 /// Tile configuration of the Hopper kernel (sm_90a): one producer warpgroup issues TMA loads
 /// into a `stages`-deep ring guarded by full/empty mbarriers; `bm / 64 × wg_n` consumer
-/// warpgroups each run `wgmma m64n256k16` on a `(64, 256)` sub-tile of the thread block's
-/// `(bm, 256 · wg_n)` C tile. `cluster` thread blocks (a thread-block cluster along N) work on
-/// the same block row and adjacent N tiles in lockstep and share the A loads: each loads
-/// `bm / cluster` rows of the A block and multicasts them to all. The grid is persistent.
+/// warpgroups each run `wgmma m64n256k16` on a `(64, 256)` sub-tile of the `(bm, 256 · wg_n)`
+/// C tile. The grid is persistent: each thread block walks the work items `b, b + grid, …`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WgmmaTile {
     pub bm: u32,
     /// Consumer warpgroups along N.
     pub wg_n: u32,
     pub stages: u32,
-    /// Thread blocks per cluster (along N).
-    pub cluster: u32,
 }
 
 impl WgmmaTile {
-    /// Columns of C per thread block.
     pub const fn bn(&self) -> u32 {
         WG_N * self.wg_n
-    }
-    /// Columns of C per cluster: the N tile of the plan.
-    pub const fn cluster_bn(&self) -> u32 {
-        self.bn() * self.cluster
     }
     pub const fn consumers(&self) -> u32 {
         (self.bm / WG_M) * self.wg_n
     }
     pub const fn threads(&self) -> u32 {
         128 * (1 + self.consumers())
-    }
-    /// Rows of the A block each thread block of a cluster loads (and multicasts).
-    pub const fn a_slice_rows(&self) -> u32 {
-        self.bm / self.cluster
     }
     /// `(bm, WG_K)` A slice, 128-byte swizzled rows.
     pub const fn a_stage_bytes(&self) -> u32 {
@@ -332,18 +319,15 @@ impl WgmmaTile {
     pub const fn smem_bytes(&self) -> u32 {
         1024 + self.barrier_offset() + 16 * self.stages
     }
-    /// The tile as the planner sees it: one cluster's C tile.
+    /// The equivalent tile description the planner works with.
     pub const fn as_mma_tile(&self) -> MmaTile {
-        MmaTile { bm: self.bm, bn: self.cluster_bn(), ks: WG_K, stages: self.stages, warps_m: self.bm / 16, warps_n: self.wg_n }
+        MmaTile { bm: self.bm, bn: self.bn(), ks: WG_K, stages: self.stages, warps_m: self.bm / 16, warps_n: self.wg_n }
     }
     pub const fn check(&self) -> bool {
         (self.bm == 64 || self.bm == 128)
             && self.wg_n >= 1
             && self.consumers() <= 2
             && self.stages >= 2
-            && (self.cluster == 1 || self.cluster == 2 || self.cluster == 4)
-            // Each multicast slice must be whole 8-row swizzle atoms.
-            && self.a_slice_rows() % 8 == 0
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
 }
@@ -351,14 +335,10 @@ impl WgmmaTile {
 /// Largest dynamic shared memory one block may use on compute capability 9.0.
 pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 
-/// The Hopper kernel's tiles: the first two are the defaults, indexed like
-/// [`WGMMA_BLOCK_SIZES`]; the rest are tuning candidates (f16 → f16 only, `bench --wg-tiles`).
-pub const WGMMA_TILES: [WgmmaTile; 4] = [
-    WgmmaTile { bm: 64, wg_n: 2, stages: 3, cluster: 1 },
-    WgmmaTile { bm: 128, wg_n: 1, stages: 4, cluster: 1 },
-    // 2..: tuning candidates
-    WgmmaTile { bm: 64, wg_n: 2, stages: 3, cluster: 2 },
-    WgmmaTile { bm: 128, wg_n: 1, stages: 4, cluster: 2 },
+/// The Hopper kernel's tiles, indexed like [`WGMMA_BLOCK_SIZES`].
+pub const WGMMA_TILES: [WgmmaTile; 2] = [
+    WgmmaTile { bm: 64, wg_n: 2, stages: 3 },
+    WgmmaTile { bm: 128, wg_n: 1, stages: 4 },
 ];
 /// Block heights the Hopper kernel takes (block widths: 64 and 128, multiples of [`WG_K`]).
 pub const WGMMA_BLOCK_SIZES: [u32; 2] = [64, 128];
@@ -367,9 +347,7 @@ const _: () = {
     let mut i = 0;
     while i < WGMMA_TILES.len() {
         assert!(WGMMA_TILES[i].check(), "invalid WGMMA tile configuration");
-        if i < WGMMA_BLOCK_SIZES.len() {
-            assert!(WGMMA_TILES[i].bm == WGMMA_BLOCK_SIZES[i]);
-        }
+        assert!(WGMMA_TILES[i].bm == WGMMA_BLOCK_SIZES[i]);
         i += 1;
     }
 };
@@ -403,8 +381,6 @@ macro_rules! for_each_wgmma_kernel {
         $m!(spmm_wgmma_bf16_b128_f16, Bf16, 1, F16);
         $m!(spmm_wgmma_bf16_b128_bf16, Bf16, 1, Bf16);
         $m!(spmm_wgmma_bf16_b128_f32, Bf16, 1, F32);
-        $m!(spmm_wgmma_f16_t2_f16, F16, 2, F16);
-        $m!(spmm_wgmma_f16_t3_f16, F16, 3, F16);
     };
 }
 

@@ -75,13 +75,6 @@ impl Plan {
     pub fn tile(&self) -> MmaTile {
         self.tile
     }
-    /// Thread blocks per launch of the main kernel.
-    pub fn grid(&self) -> u32 {
-        match self.kernel {
-            PlanKernel::Mma(_) => self.work.items.len() as u32,
-            PlanKernel::Wgmma(t) => self.work.schedule.len().saturating_sub(1) as u32 * WGMMA_TILES[t].cluster,
-        }
-    }
 }
 
 fn to_u32(what: &'static str, value: usize) -> Result<u32> {
@@ -112,37 +105,13 @@ impl Context {
         self.plan_with_tile(a, n, tile)
     }
 
-    /// As [`Context::plan`], forcing the Hopper kernel with tile `WGMMA_TILES[tile]` (for
-    /// tuning: the candidates exist for f16 → f16 only).
-    #[doc(hidden)]
-    pub fn plan_with_wgmma_tile<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize) -> Result<Plan> {
-        let block = a.block();
-        match WGMMA_TILES.get(tile_index) {
-            Some(t) if t.bm as usize == block.bm && self.kernels.has_wgmma() && block.bk % WG_K as usize == 0 && a.nnzb() > 0 => {
-                self.plan_wgmma(a, n, tile_index)
-            }
-            _ => Err(Error::PlanMismatch(format!("Hopper tile {tile_index} does not fit this matrix or device"))),
-        }
-    }
-
     fn plan_wgmma<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize) -> Result<Plan> {
         check_n(n)?;
-        let wt = WGMMA_TILES[tile_index];
-        let tile = wt.as_mma_tile();
-        // Persistent grid: as many clusters as fit on the device at once (one thread block per
-        // SM), items dealt out to clusters by the planner.
-        let kernel = self.kernels.wgmma(MmaKey { input: T::DTYPE, tile: tile_index, output: T::DTYPE })?;
-        let probe = LaunchConfig {
-            grid_dim: (self.sm_count() / wt.cluster * wt.cluster, 1, 1),
-            block_dim: (wt.threads(), 1, 1),
-            shared_mem_bytes: wt.smem_bytes(),
-        };
-        let clusters = match kernel.func.occupancy_max_active_clusters(probe, self.stream()) {
-            Ok(c) if c > 0 => c,
-            _ => (self.sm_count() / wt.cluster).max(1),
-        };
-        let mut work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, clusters);
-        schedule_persistent(&mut work, clusters);
+        let tile = WGMMA_TILES[tile_index].as_mma_tile();
+        // Persistent grid: one resident thread block per SM, items dealt out by the planner.
+        let grid = self.sm_count();
+        let mut work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, grid);
+        schedule_persistent(&mut work, grid);
         self.upload_plan(a, n, PlanKernel::Wgmma(tile_index), tile, work)
     }
 
@@ -239,7 +208,7 @@ impl Context {
             PlanKernel::Mma(tile_index) => {
                 let kernel = self.kernels.mma(MmaKey { input: T::DTYPE, tile: tile_index, output: O::DTYPE })?;
                 let cfg = LaunchConfig {
-                    grid_dim: (plan.grid(), 1, 1),
+                    grid_dim: (n_items, 1, 1),
                     block_dim: (tile.threads(), 1, 1),
                     shared_mem_bytes: tile.smem_bytes(),
                 };
@@ -259,12 +228,12 @@ impl Context {
                     params.a_values,
                     [block.bk as u64, (nnzb * block.bm) as u64],
                     (block.bk * 2) as u64,
-                    [WG_K, wt.a_slice_rows()],
+                    [WG_K, wt.bm],
                 )?;
                 let tmap_b = encode_tmap_2d::<T>(params.b, [n as u64, k as u64], (b.ld() * 2) as u64, [TMA_B_BOX_N, WG_K])?;
                 let wp = WgmmaParams { tmap_a, tmap_b, base: params };
                 let cfg = LaunchConfig {
-                    grid_dim: (plan.grid(), 1, 1),
+                    grid_dim: (plan.work.schedule.len().saturating_sub(1) as u32, 1, 1),
                     block_dim: (wt.threads(), 1, 1),
                     shared_mem_bytes: wt.smem_bytes(),
                 };

@@ -25,6 +25,12 @@ pub unsafe fn mbar_arrive_expect_tx(bar: u32, bytes: u32) {
     };
 }
 
+/// One plain arrival.
+#[inline(always)]
+pub unsafe fn mbar_arrive(bar: u32) {
+    unsafe { asm!("mbarrier.arrive.shared::cta.b64 _, [{0}];", in(reg32) bar, options(nostack)) };
+}
+
 /// Blocks until the phase with parity `parity` of `bar` has completed.
 #[inline(always)]
 pub unsafe fn mbar_wait(bar: u32, parity: u32) {
@@ -87,50 +93,4 @@ pub fn set_max_nreg_producer() {
 pub fn set_max_nreg_consumer() {
     // SAFETY: as above.
     unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 232;", options(nostack)) };
-}
-
-/// This thread block's rank in its cluster.
-#[inline(always)]
-pub fn cluster_ctarank() -> u32 {
-    let r: u32;
-    // SAFETY: reads a special register.
-    unsafe { asm!("mov.u32 {0}, %cluster_ctarank;", out(reg32) r, options(pure, nomem, nostack)) };
-    r
-}
-
-/// Barrier over every thread of every thread block of the cluster (release / acquire).
-#[inline(always)]
-pub fn cluster_sync() {
-    // SAFETY: every thread of the cluster reaches the kernel's cluster barriers.
-    unsafe {
-        asm!("barrier.cluster.arrive.release.aligned;", options(nostack));
-        asm!("barrier.cluster.wait.acquire.aligned;", options(nostack));
-    }
-}
-
-/// The shared::cluster address of `addr` (a shared::cta address) in cluster block `rank`.
-#[inline(always)]
-pub fn map_shared_rank(addr: u32, rank: u32) -> u32 {
-    let r: u32;
-    // SAFETY: address arithmetic only.
-    unsafe { asm!("mapa.shared::cluster.u32 {0}, {1}, {2};", out(reg32) r, in(reg32) addr, in(reg32) rank, options(pure, nomem, nostack)) };
-    r
-}
-
-/// One arrival on an mbarrier anywhere in the cluster (`bar` from [`map_shared_rank`]).
-#[inline(always)]
-pub unsafe fn mbar_arrive_cluster(bar: u32) {
-    unsafe { asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{0}];", in(reg32) bar, options(nostack)) };
-}
-
-/// As [`tma_load_2d`], written to the same shared-memory offset of every cluster block in
-/// `mask`, completing the mbarrier at the same offset in each.
-#[inline(always)]
-pub unsafe fn tma_load_2d_multicast(dst: u32, tmap: u64, c0: u32, c1: u32, bar: u32, mask: u16) {
-    unsafe {
-        asm!(
-            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{0}], [{1}, {{{2}, {3}}}], [{4}], {5};",
-            in(reg32) dst, in(reg64) tmap, in(reg32) c0, in(reg32) c1, in(reg32) bar, in(reg16) mask, options(nostack)
-        );
-    }
 }

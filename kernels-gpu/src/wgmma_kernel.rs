@@ -6,12 +6,6 @@
 //! concatenated, in stages of 64 (`WG_K`): block widths 64 and 128 only, so a stage never
 //! straddles two blocks.
 //!
-//! Clusters: the `cluster` thread blocks of a cluster take the same items (same block row, K
-//! range and split slot) and cover adjacent N tiles: block `rank` owns columns
-//! `(n_tile · cluster + rank) · bn ..`. Each loads `bm / cluster` rows of every A stage and
-//! multicasts them, so a slot may be refilled only when the consumers of *every* block of the
-//! cluster have released it: each consumer warpgroup arrives on `empty[slot]` of all blocks.
-//!
 //! Ring bookkeeping (one place, `Ring`): stage `g` (counted across all items of the block) uses
 //! slot `g % stages` with phase parity `(g / stages) & 1`. The producer waits on `empty[slot]`
 //! with the opposite parity (a fresh barrier passes at once), announces the stage's bytes on
@@ -22,11 +16,10 @@ use blocksparse_abi::{NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_
 
 use crate::dtype::{Output, WgInput};
 use crate::epilogue::{Dest, store_partial_pair};
-use crate::ptx::{block_idx, ld_global_nc_u32, smem_base, thread_idx};
+use crate::ptx::{block_idx, ld_global_nc_u32, smem_base, sync_threads, thread_idx};
 use crate::ptx_sm90::{
-    cluster_ctarank, cluster_sync, fence_mbar_init, map_shared_rank, mbar_arrive_cluster, mbar_arrive_expect_tx,
-    mbar_init, mbar_wait, set_max_nreg_consumer, set_max_nreg_producer, sw128_desc, tma_load_2d,
-    tma_load_2d_multicast, wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
+    fence_mbar_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, set_max_nreg_consumer,
+    set_max_nreg_producer, sw128_desc, tma_load_2d, wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
 };
 use crate::scheduler::work_item;
 
@@ -102,52 +95,45 @@ pub unsafe fn spmm_wgmma<I: WgInput, O: Output, const TILE: usize>(p: &SpmmParam
         while s < t.stages {
             unsafe {
                 mbar_init(sm.full(s), 1);
-                mbar_init(sm.empty(s), t.consumers() * t.cluster);
+                mbar_init(sm.empty(s), t.consumers());
             }
             s += 1;
         }
         fence_mbar_init();
     }
-    // Every block's barriers exist before any block multicasts into it or arrives on them.
-    cluster_sync();
+    sync_threads();
 
-    let rank = cluster_ctarank();
     if warpgroup == 0 {
         set_max_nreg_producer();
         if tid == 0 {
-            unsafe { produce(p, sm, rank, tmap_a, tmap_b) };
+            unsafe { produce(p, sm, tmap_a, tmap_b) };
         }
     } else {
         set_max_nreg_consumer();
-        unsafe { consume::<I, O>(p, sm, rank, warpgroup - 1, tid % 128) };
+        unsafe { consume::<I, O>(p, sm, warpgroup - 1, tid % 128) };
     }
-    // No block leaves while a peer may still multicast into it or arrive on its barriers.
-    cluster_sync();
 }
 
-/// This cluster's share of the items: `schedule[c] .. schedule[c + 1]` (host-planned).
+/// This thread block's share of the items: `schedule[b] .. schedule[b + 1]` (host-planned).
 #[inline(always)]
-unsafe fn my_items(p: &SpmmParams, t: WgmmaTile) -> (u32, u32) {
-    let s = (p.schedule as *const u32).wrapping_add((block_idx() / t.cluster) as usize);
+unsafe fn my_items(p: &SpmmParams) -> (u32, u32) {
+    let s = (p.schedule as *const u32).wrapping_add(block_idx() as usize);
     unsafe { (ld_global_nc_u32(s), ld_global_nc_u32(s.wrapping_add(1))) }
 }
 
 /// Load stage: one thread walks this block's items and streams A slices and B boxes.
 #[inline(always)]
-unsafe fn produce(p: &SpmmParams, sm: Smem, rank: u32, tmap_a: u64, tmap_b: u64) {
+unsafe fn produce(p: &SpmmParams, sm: Smem, tmap_a: u64, tmap_b: u64) {
     let t = sm.t;
     let bk_log2 = p.bk_log2;
     let bk_mask = (1u32 << bk_log2) - 1;
     let col_idx = p.col_idx as *const u32;
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
-    // This block's rows of each A stage, multicast to the whole cluster.
-    let a_slice_off = rank * t.a_slice_rows() * ROW_BYTES;
-    let cluster_mask = ((1u32 << t.cluster) - 1) as u16;
-    let (mut idx, end) = unsafe { my_items(p, t) };
+    let (mut idx, end) = unsafe { my_items(p) };
     while idx < end {
         let item = unsafe { work_item(p.items, idx) };
         let n_k = ((item.blk_end - item.blk_begin) << bk_log2) / WG_K;
-        let n0 = (item.n_tile * t.cluster + rank) * t.bn();
+        let n0 = item.n_tile * t.bn();
         let mut kt = 0;
         while kt < n_k {
             let k = kt * WG_K;
@@ -159,12 +145,7 @@ unsafe fn produce(p: &SpmmParams, sm: Smem, rank: u32, tmap_a: u64, tmap_b: u64)
                 mbar_wait(sm.empty(ring.slot), ring.phase ^ 1);
                 let full = sm.full(ring.slot);
                 mbar_arrive_expect_tx(full, t.stage_bytes());
-                let a_row = blk * t.bm + rank * t.a_slice_rows();
-                if t.cluster == 1 {
-                    tma_load_2d(sm.a(ring.slot), tmap_a, kin, a_row, full);
-                } else {
-                    tma_load_2d_multicast(sm.a(ring.slot) + a_slice_off, tmap_a, kin, a_row, full, cluster_mask);
-                }
+                tma_load_2d(sm.a(ring.slot), tmap_a, kin, blk * t.bm, full);
                 let mut j = 0;
                 while j < t.bn() / TMA_B_BOX_N {
                     tma_load_2d(sm.b(ring.slot) + j * B_BOX_BYTES, tmap_b, n0 + j * TMA_B_BOX_N, b_row, full);
@@ -180,7 +161,7 @@ unsafe fn produce(p: &SpmmParams, sm: Smem, rank: u32, tmap_a: u64, tmap_b: u64)
 
 /// Compute + store stages of consumer warpgroup `c` (thread `lt` of 128 in it).
 #[inline(always)]
-unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, rank: u32, c: u32, lt: u32) {
+unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u32) {
     let t = sm.t;
     let (wm, wn) = (c / t.wg_n, c % t.wg_n);
     // This warpgroup's operands inside a stage: A rows [64 wm, 64 wm + 64), B columns
@@ -189,18 +170,8 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, rank: u32, c:
     let b_off = wn * (WG_N / TMA_B_BOX_N) * B_BOX_BYTES;
     let bk_log2 = p.bk_log2;
     let dest = Dest { c: p.c, ldc: p.ldc, n: p.n, alpha: p.alpha, beta: p.beta };
-    // Frees a slot in every block of the cluster (their producers multicast into it).
-    let release = |slot: u32| {
-        if lt == 0 {
-            let mut r = 0;
-            while r < t.cluster {
-                unsafe { mbar_arrive_cluster(map_shared_rank(sm.empty(slot), r)) };
-                r += 1;
-            }
-        }
-    };
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
-    let (mut idx, end) = unsafe { my_items(p, t) };
+    let (mut idx, end) = unsafe { my_items(p) };
     while idx < end {
         let item = unsafe { work_item(p.items, idx) };
         let n_k = ((item.blk_end - item.blk_begin) << bk_log2) / WG_K;
@@ -224,25 +195,24 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, rank: u32, c:
             }
             wgmma_commit();
             wgmma_wait1(&mut acc);
-            if prev != NO_SLOT {
-                release(prev);
+            if prev != NO_SLOT && lt == 0 {
+                unsafe { mbar_arrive(sm.empty(prev)) };
             }
             prev = ring.slot;
             ring.advance();
             kt += 1;
         }
         wgmma_wait0(&mut acc);
-        if prev != NO_SLOT {
-            release(prev);
+        if prev != NO_SLOT && lt == 0 {
+            unsafe { mbar_arrive(sm.empty(prev)) };
         }
 
         // Store: register i of thread (warp w, lane l) holds row 16w + l/4 + 8·((i>>1)&1),
         // column 8·(i>>2) + 2·(l%4) + (i&1) of the (64, 256) sub-tile.
         let (w, l) = (lt / 32, lt % 32);
         let row0 = wm * WG_M + 16 * w + l / 4;
-        // Column within this block's tile, and within the cluster's (partial) tile.
         let col0 = wn * WG_N + 2 * (l % 4);
-        let n0 = (item.n_tile * t.cluster + rank) * t.bn();
+        let n0 = item.n_tile * t.bn();
         if item.partial_slot == NO_SLOT {
             let grow0 = item.block_row * t.bm + row0;
             let mut i = 0;
@@ -252,11 +222,11 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, rank: u32, c:
                 i += 2;
             }
         } else {
-            let tile = (p.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.bm * t.cluster_bn()) as usize);
+            let tile = (p.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.bm * t.bn()) as usize);
             let mut i = 0;
             while i < 128 {
-                let (r, col) = (row0 + 8 * ((i as u32 >> 1) & 1), rank * t.bn() + col0 + 8 * (i as u32 >> 2));
-                unsafe { store_partial_pair(tile, t.cluster_bn(), r, col, acc[i], acc[i + 1]) };
+                let (r, col) = (row0 + 8 * ((i as u32 >> 1) & 1), col0 + 8 * (i as u32 >> 2));
+                unsafe { store_partial_pair(tile, t.bn(), r, col, acc[i], acc[i + 1]) };
                 i += 2;
             }
         }

@@ -38,10 +38,6 @@ pub struct Args {
     /// f16 only), each on the cases whose block size matches its block height.
     #[arg(long, value_delimiter = ',')]
     tiles: Vec<usize>,
-    /// Also time these Hopper tile configurations (indices into blocksparse::abi::WGMMA_TILES;
-    /// f16 only).
-    #[arg(long, value_delimiter = ',')]
-    wg_tiles: Vec<usize>,
     /// Also run PyTorch's BSR product (torch.sparse, Triton kernel) on the same cases, when
     /// python3 with torch is available.
     #[arg(long)]
@@ -52,15 +48,6 @@ pub struct Args {
     /// Where to write the JSON results.
     #[arg(long, default_value = "target/bench.json")]
     json: String,
-}
-
-/// Which tile a measurement forces.
-#[derive(Clone, Copy)]
-enum Tile {
-    /// What `Context::plan` picks.
-    Default,
-    Mma(usize),
-    Wgmma(usize),
 }
 
 #[derive(Serialize, Clone)]
@@ -140,7 +127,7 @@ fn dense_time<T: InputElement>(ctx: &Context, gemm: &DenseGemm, m: usize, n: usi
 }
 
 #[allow(clippy::too_many_arguments)]
-fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, tile: Tile, reps: usize, rng: &mut TestRng) -> Result<(f64, usize, String), String> {
+fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, tile: Option<usize>, reps: usize, rng: &mut TestRng) -> Result<(f64, usize, String), String> {
     let e = |e: blocksparse::Error| e.to_string();
     let nnzb = mask.iter().filter(|&&x| x).count();
     let a = Bsr::from_block_mask(m, k, BlockShape::square(bs), mask, random_values::<T>(nnzb * bs * bs, rng)).map_err(e)?;
@@ -149,12 +136,11 @@ fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k
         (0..2).map(|_| ctx.upload_matrix(k, n, &random_values::<T>(k * n, rng))).collect::<Result<_, _>>().map_err(e)?;
     let mut cs: Vec<DeviceMatrix<T>> = (0..2).map(|_| ctx.zeros_matrix::<T>(m, n)).collect::<Result<_, _>>().map_err(e)?;
     let plan = match tile {
-        Tile::Default => ctx.plan(&a_dev, n),
-        Tile::Mma(t) => ctx.plan_with_tile(&a_dev, n, t),
-        Tile::Wgmma(t) => ctx.plan_with_wgmma_tile(&a_dev, n, t),
+        None => ctx.plan(&a_dev, n),
+        Some(t) => ctx.plan_with_tile(&a_dev, n, t),
     }
     .map_err(e)?;
-    let kernel = format!("{:?}/{}", plan.kernel(), plan.grid());
+    let kernel = format!("{:?}", plan.kernel());
     let ms = time_ms(ctx, reps, |i| ctx.spmm(&plan, 1.0, &a_dev, &bsets[i % 2], 0.0, &mut cs[i % 2]).map_err(e))?;
     Ok((ms, nnzb, kernel))
 }
@@ -176,17 +162,10 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
             if args.skewed {
                 patterns.push(("skewed".to_string(), skewed_mask(br, bc, density, (br / 64).max(1), 0.5, rng)));
             }
-            let mut tiles = vec![Tile::Default];
+            let mut tiles = vec![None];
             if T::DTYPE == DType::F16 {
                 tiles.extend(
-                    args.tiles.iter().copied().filter(|&t| blocksparse::abi::MMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs)).map(Tile::Mma),
-                );
-                tiles.extend(
-                    args.wg_tiles
-                        .iter()
-                        .copied()
-                        .filter(|&t| blocksparse::abi::WGMMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs))
-                        .map(Tile::Wgmma),
+                    args.tiles.iter().copied().filter(|&t| blocksparse::abi::MMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs)).map(Some),
                 );
             }
             for ((pattern, mask), tile) in patterns.iter().flat_map(|p| tiles.iter().map(move |&t| (p, t))) {
@@ -266,12 +245,12 @@ pub fn run(args: Args) -> Result<bool, String> {
     println!("bench: {} (cc {}.{}), module {:?}, median of {} runs, C in the input dtype", report.gpu, report.compute_capability.0, report.compute_capability.1, ctx.arch(), args.reps);
     println!("ratio: BSR effective TFLOP/s / dense cuBLAS TFLOP/s on MxNxK; eq-work: / dense on MxNxK_eff");
     println!(
-        "{:<5} {:>16} {:>5} {:>13} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8}",
+        "{:<5} {:>16} {:>5} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8}",
         "dtype", "MxNxK", "block", "kernel", "pattern", "density", "bsr ms", "bsr TF/s", "dense TF", "ratio", "K_eff", "eq-work", "speedup", "torch TF"
     );
     for r in &rows {
         println!(
-            "{:<5} {:>16} {:>5} {:>13} {:>8} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>7} {:>8.3} {:>6.2}x {:>8}",
+            "{:<5} {:>16} {:>5} {:>9} {:>8} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>7} {:>8.3} {:>6.2}x {:>8}",
             r.dtype,
             format!("{}x{}x{}", r.m, r.n, r.k),
             r.block,
