@@ -328,9 +328,19 @@ impl WgmmaTile {
             && self.wg_n >= 1
             && self.consumers() <= 2
             && self.stages >= 2
+            && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
 }
+
+/// Registers per thread of the producer warpgroup after `setmaxnreg.dec` (it only runs one
+/// thread's TMA loop).
+pub const PRODUCER_REGS: u32 = 40;
+/// Registers per thread of a consumer warpgroup after `setmaxnreg.inc`: 128 accumulators of
+/// `m64n256` plus descriptors, addresses and the epilogue.
+pub const CONSUMER_REGS: u32 = 232;
+/// Registers per SM on compute capability 9.0 (the budget `setmaxnreg` redistributes).
+pub const SM90_REGISTERS: u32 = 65536;
 
 /// Largest dynamic shared memory one block may use on compute capability 9.0.
 pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;

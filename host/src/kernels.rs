@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use blocksparse_abi::{FIXUP_THREADS, MMA_TILES, MmaTile, WGMMA_TILES, WgmmaTile};
+use blocksparse_abi::{MMA_TILES, MmaTile, WGMMA_TILES, WgmmaTile};
 use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
@@ -39,33 +39,75 @@ impl Arch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MmaKey {
     pub input: DType,
-    /// Index into [`MMA_TILES`].
+    /// Index into the kernel family's tile table (`MMA_TILES` or `WGMMA_TILES`).
     pub tile: usize,
     pub output: DType,
 }
 
-/// A loaded main kernel and its tile.
+/// One entry point of the generated kernel lists in `blocksparse-abi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelEntry {
+    pub name: &'static str,
+    pub key: MmaKey,
+}
+
+macro_rules! collect_entries {
+    ($list:ident) => {{
+        let mut v = Vec::new();
+        macro_rules! push {
+            ($name:ident, $input:ident, $tile:literal, $output:ident) => {
+                v.push(KernelEntry {
+                    name: stringify!($name),
+                    key: MmaKey { input: DType::$input, tile: $tile, output: DType::$output },
+                });
+            };
+        }
+        blocksparse_abi::$list!(push);
+        v
+    }};
+}
+
+/// The portable kernels (in both modules).
+pub fn mma_entries() -> Vec<KernelEntry> {
+    collect_entries!(for_each_mma_kernel)
+}
+
+/// The Hopper kernels (sm_90a module only).
+pub fn wgmma_entries() -> Vec<KernelEntry> {
+    collect_entries!(for_each_wgmma_kernel)
+}
+
+/// The split-K fix-up kernels, by output type.
+pub fn fixup_entries() -> Vec<(&'static str, DType)> {
+    let mut v = Vec::new();
+    macro_rules! push {
+        ($name:ident, $output:ident) => {
+            v.push((stringify!($name), DType::$output));
+        };
+    }
+    blocksparse_abi::for_each_fixup_kernel!(push);
+    v
+}
+
+/// A loaded kernel and its tile configuration.
 #[derive(Clone)]
-pub struct MmaKernel {
+pub struct Kernel<T> {
     pub func: CudaFunction,
-    pub tile: MmaTile,
+    pub tile: T,
     pub name: &'static str,
 }
 
-/// A loaded Hopper kernel and its tile.
-#[derive(Clone)]
-pub struct WgmmaKernel {
-    pub func: CudaFunction,
-    pub tile: WgmmaTile,
-    pub name: &'static str,
-}
+/// A loaded portable kernel.
+pub type MmaKernel = Kernel<MmaTile>;
+/// A loaded Hopper kernel.
+pub type WgmmaKernel = Kernel<WgmmaTile>;
 
 /// Every kernel of one module, loaded.
 pub struct Kernels {
     pub arch: Arch,
     _module: Arc<CudaModule>,
     mma: HashMap<MmaKey, MmaKernel>,
-    /// Keyed like `mma`, the tile index into `WGMMA_TILES`. Empty outside the sm_90a module.
+    /// Keyed by the tile index into `WGMMA_TILES`. Empty outside the sm_90a module.
     wgmma: HashMap<MmaKey, WgmmaKernel>,
     fixup: HashMap<DType, CudaFunction>,
 }
@@ -76,52 +118,20 @@ impl Kernels {
     pub fn load(ctx: &Arc<CudaContext>, arch: Arch, max_smem_optin: u32) -> Result<Self> {
         let module = ctx.load_module(Ptx::from_src(arch.ptx()))?;
         let mut mma = HashMap::new();
-        let mut fixup = HashMap::new();
-        let mut err: Option<Error> = None;
-        macro_rules! load_mma {
-            ($name:ident, $input:ident, $tile:literal, $output:ident) => {
-                if err.is_none() {
-                    match load_mma_kernel(&module, stringify!($name), $tile, max_smem_optin) {
-                        Ok(k) => {
-                            mma.insert(MmaKey { input: DType::$input, tile: $tile, output: DType::$output }, k);
-                        }
-                        Err(e) => err = Some(e),
-                    }
-                }
-            };
+        for e in mma_entries() {
+            let tile = MMA_TILES[e.key.tile];
+            mma.insert(e.key, load_tiled(&module, e.name, tile, tile.smem_bytes(), max_smem_optin)?);
         }
-        blocksparse_abi::for_each_mma_kernel!(load_mma);
-        macro_rules! load_fixup {
-            ($name:ident, $output:ident) => {
-                if err.is_none() {
-                    match module.load_function(stringify!($name)) {
-                        Ok(f) => {
-                            fixup.insert(DType::$output, f);
-                        }
-                        Err(e) => err = Some(e.into()),
-                    }
-                }
-            };
-        }
-        blocksparse_abi::for_each_fixup_kernel!(load_fixup);
         let mut wgmma = HashMap::new();
         if arch == Arch::Sm90a {
-            macro_rules! load_wgmma {
-                ($name:ident, $input:ident, $tile:literal, $output:ident) => {
-                    if err.is_none() {
-                        match load_wgmma_kernel(&module, stringify!($name), $tile, max_smem_optin) {
-                            Ok(k) => {
-                                wgmma.insert(MmaKey { input: DType::$input, tile: $tile, output: DType::$output }, k);
-                            }
-                            Err(e) => err = Some(e),
-                        }
-                    }
-                };
+            for e in wgmma_entries() {
+                let tile = WGMMA_TILES[e.key.tile];
+                wgmma.insert(e.key, load_tiled(&module, e.name, tile, tile.smem_bytes(), max_smem_optin)?);
             }
-            blocksparse_abi::for_each_wgmma_kernel!(load_wgmma);
         }
-        if let Some(e) = err {
-            return Err(e);
+        let mut fixup = HashMap::new();
+        for (name, output) in fixup_entries() {
+            fixup.insert(output, module.load_function(name)?);
         }
         Ok(Kernels { arch, _module: module, mma, wgmma, fixup })
     }
@@ -148,12 +158,9 @@ impl Kernels {
     }
 }
 
-/// Threads per block of the fix-up kernel.
-pub const FIXUP_BLOCK: u32 = FIXUP_THREADS;
-
-fn load_mma_kernel(module: &Arc<CudaModule>, name: &'static str, tile: usize, max_smem_optin: u32) -> Result<MmaKernel> {
-    let tile = MMA_TILES[tile];
-    let smem = tile.smem_bytes();
+/// Loads `name` and raises its dynamic shared-memory limit to `smem`, once checked against the
+/// device's limit.
+fn load_tiled<T>(module: &Arc<CudaModule>, name: &'static str, tile: T, smem: u32, max_smem_optin: u32) -> Result<Kernel<T>> {
     if smem > max_smem_optin {
         return Err(Error::UnsupportedDevice(format!(
             "kernel {name} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}"
@@ -161,18 +168,5 @@ fn load_mma_kernel(module: &Arc<CudaModule>, name: &'static str, tile: usize, ma
     }
     let func = module.load_function(name)?;
     func.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
-    Ok(MmaKernel { func, tile, name })
-}
-
-fn load_wgmma_kernel(module: &Arc<CudaModule>, name: &'static str, tile: usize, max_smem_optin: u32) -> Result<WgmmaKernel> {
-    let tile = WGMMA_TILES[tile];
-    let smem = tile.smem_bytes();
-    if smem > max_smem_optin {
-        return Err(Error::UnsupportedDevice(format!(
-            "kernel {name} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}"
-        )));
-    }
-    let func = module.load_function(name)?;
-    func.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
-    Ok(WgmmaKernel { func, tile, name })
+    Ok(Kernel { func, tile, name })
 }

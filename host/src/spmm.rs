@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    FixupParams, MMA_TILES, MmaTile, SpmmParams, SplitGroup, TMA_B_BOX_N, WG_K, WGMMA_BLOCK_SIZES, WGMMA_TILES, WgmmaParams,
+    FIXUP_THREADS, FixupParams, MMA_TILES, MmaTile, SpmmParams, SplitGroup, TMA_B_BOX_N, WG_K, WGMMA_BLOCK_SIZES, WGMMA_TILES, WgmmaParams,
     WorkItem, default_tile_index,
 };
 use cudarc::driver::sys::{self as cu, CUtensorMap};
@@ -23,7 +23,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 use crate::device::{Context, DeviceBsr, DeviceMatrix, Pattern};
 use crate::element::{Element, InputElement};
 use crate::error::{Error, Result};
-use crate::kernels::{FIXUP_BLOCK, MmaKey};
+use crate::kernels::MmaKey;
 use crate::plan::{WorkList, plan_work, schedule_persistent};
 
 /// A launch-parameter block passed by value (the device `Params` types live in
@@ -207,18 +207,10 @@ impl Context {
         match plan.kernel {
             PlanKernel::Mma(tile_index) => {
                 let kernel = self.kernels.mma(MmaKey { input: T::DTYPE, tile: tile_index, output: O::DTYPE })?;
-                let cfg = LaunchConfig {
-                    grid_dim: (n_items, 1, 1),
-                    block_dim: (tile.threads(), 1, 1),
-                    shared_mem_bytes: tile.smem_bytes(),
-                };
-                let arg = KernelParam(params);
-                let mut launch = stream.launch_builder(&kernel.func);
-                launch.arg(&arg);
-                // SAFETY: the parameter block matches the kernel's signature (shared abi type);
-                // every pointer is a live allocation of the size the checks above established;
-                // the plan's items index only blocks of `a` and tiles of C.
-                unsafe { launch.launch(cfg) }?;
+                // SAFETY: the parameter block is the kernel's (shared abi type); every pointer is
+                // a live allocation of the size the checks above established; the plan's items
+                // index only blocks of `a` and tiles of C.
+                unsafe { launch(stream, &kernel.func, (n_items, tile.threads(), tile.smem_bytes()), params) }?;
             }
             PlanKernel::Wgmma(tile_index) => {
                 let kernel = self.kernels.wgmma(MmaKey { input: T::DTYPE, tile: tile_index, output: O::DTYPE })?;
@@ -232,17 +224,10 @@ impl Context {
                 )?;
                 let tmap_b = encode_tmap_2d::<T>(params.b, [n as u64, k as u64], (b.ld() * 2) as u64, [TMA_B_BOX_N, WG_K])?;
                 let wp = WgmmaParams { tmap_a, tmap_b, base: params };
-                let cfg = LaunchConfig {
-                    grid_dim: (plan.work.schedule.len().saturating_sub(1) as u32, 1, 1),
-                    block_dim: (wt.threads(), 1, 1),
-                    shared_mem_bytes: wt.smem_bytes(),
-                };
-                let arg = KernelParam(wp);
-                let mut launch = stream.launch_builder(&kernel.func);
-                launch.arg(&arg);
+                let grid = plan.work.schedule.len().saturating_sub(1) as u32;
                 // SAFETY: as above; the tensor maps describe exactly the A values and B
                 // allocations (shapes and pitches checked), and out-of-range boxes read zeros.
-                unsafe { launch.launch(cfg) }?;
+                unsafe { launch(stream, &kernel.func, (grid, wt.threads(), wt.smem_bytes()), wp) }?;
             }
         }
 
@@ -258,20 +243,36 @@ impl Context {
                 alpha,
                 beta,
             };
-            let cfg = LaunchConfig {
-                grid_dim: (plan.work.groups.len() as u32, 1, 1),
-                block_dim: (FIXUP_BLOCK, 1, 1),
-                shared_mem_bytes: 0,
-            };
             let func = self.kernels.fixup(O::DTYPE)?;
-            let arg = KernelParam(fix);
-            let mut launch = stream.launch_builder(func);
-            launch.arg(&arg);
             // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote.
-            unsafe { launch.launch(cfg) }?;
+            unsafe { launch(stream, func, (plan.work.groups.len() as u32, FIXUP_THREADS, 0), fix) }?;
         }
         Ok(())
     }
+}
+
+/// Launches `func` on `stream` with `(grid, threads per block, dynamic shared memory)` and one
+/// parameter block passed by value.
+///
+/// # Safety
+/// `P` must be the kernel's parameter type, and every device pointer in it valid for the
+/// accesses the kernel makes with these launch dimensions.
+unsafe fn launch<P: Copy>(
+    stream: &cudarc::driver::CudaStream,
+    func: &cudarc::driver::CudaFunction,
+    (grid, threads, smem): (u32, u32, u32),
+    params: P,
+) -> Result<()>
+where
+    KernelParam<P>: DeviceRepr,
+{
+    let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
+    let arg = KernelParam(params);
+    let mut builder = stream.launch_builder(func);
+    builder.arg(&arg);
+    // SAFETY: the caller's contract.
+    unsafe { builder.launch(cfg) }?;
+    Ok(())
 }
 
 /// Device address of a slice (the launch is ordered on the same stream).

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use blocksparse::kernels::{PTX_SM80, PTX_SM90A};
+use blocksparse::kernels::{self, PTX_SM80, PTX_SM90A};
 
 const TOOLS_ENV: &str = "BLOCKSPARSE_CUDA_TOOLS";
 
@@ -182,36 +182,15 @@ fn assembled(tools: &Tools, arch: &'static str) -> &'static Assembled {
 // ---------------------------------------------------------------------------------------------
 
 fn mma_entries() -> Vec<&'static str> {
-    let mut names = Vec::new();
-    macro_rules! push {
-        ($name:ident, $($rest:tt)*) => {
-            names.push(stringify!($name));
-        };
-    }
-    blocksparse_abi::for_each_mma_kernel!(push);
-    names
+    kernels::mma_entries().into_iter().map(|e| e.name).collect()
 }
 
 fn wgmma_entries() -> Vec<&'static str> {
-    let mut names = Vec::new();
-    macro_rules! push {
-        ($name:ident, $($rest:tt)*) => {
-            names.push(stringify!($name));
-        };
-    }
-    blocksparse_abi::for_each_wgmma_kernel!(push);
-    names
+    kernels::wgmma_entries().into_iter().map(|e| e.name).collect()
 }
 
 fn fixup_entries() -> Vec<&'static str> {
-    let mut names = Vec::new();
-    macro_rules! push {
-        ($name:ident, $($rest:tt)*) => {
-            names.push(stringify!($name));
-        };
-    }
-    blocksparse_abi::for_each_fixup_kernel!(push);
-    names
+    kernels::fixup_entries().into_iter().map(|(name, _)| name).collect()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -85,12 +85,12 @@ pub fn sw128_desc(addr: u32, lbo: u32, sbo: u32) -> u64 {
 #[inline(always)]
 pub fn set_max_nreg_producer() {
     // SAFETY: executed by all threads of the warpgroup; the kernel is launched with a register cap.
-    unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 40;", options(nostack)) };
+    unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const blocksparse_abi::PRODUCER_REGS, options(nostack)) };
 }
 
 /// Consumer warpgroups: take the registers the accumulators need (`setmaxnreg.inc`).
 #[inline(always)]
 pub fn set_max_nreg_consumer() {
     // SAFETY: as above.
-    unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 232;", options(nostack)) };
+    unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const blocksparse_abi::CONSUMER_REGS, options(nostack)) };
 }
