@@ -55,7 +55,7 @@ fn bench_plan(c: &mut Criterion) {
     let mut g = c.benchmark_group("plan");
     for n in [8192usize, 64] {
         g.bench_with_input(BenchmarkId::new(format!("{dim}x{dim}_b{bs}_d{density}"), format!("N={n}")), &n, |b, &n| {
-            b.iter(|| plan_work(black_box(&row_ptr), black_box(n), tile, bs as u32, PLAN_RESIDENT))
+            b.iter(|| plan_work(black_box(&row_ptr), black_box(n), tile, bs as u32, PLAN_RESIDENT, 2))
         });
     }
     g.finish();

@@ -44,6 +44,7 @@ pub struct Context {
     name: String,
     compute_capability: (i32, i32),
     sm_count: u32,
+    l2_bytes: u32,
 }
 
 /// Whether the NVIDIA driver library can be loaded at all (cudarc panics instead of returning an
@@ -73,6 +74,7 @@ impl Context {
         let compute_capability = ctx.compute_capability()?;
         let name = ctx.name()?;
         let sm_count = ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let l2_bytes = ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u32;
         let max_smem_optin = ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
         if compute_capability.0 < 8 {
             return Err(Error::UnsupportedDevice(format!(
@@ -94,7 +96,7 @@ impl Context {
         };
         let kernels = Kernels::load(&ctx, arch, max_smem_optin)?;
         let stream = ctx.default_stream();
-        Ok(Context { ctx, stream, kernels, name, compute_capability, sm_count })
+        Ok(Context { ctx, stream, kernels, name, compute_capability, sm_count, l2_bytes })
     }
 
     pub fn device_name(&self) -> &str {
@@ -105,6 +107,10 @@ impl Context {
     }
     pub fn sm_count(&self) -> u32 {
         self.sm_count
+    }
+    /// L2 cache size in bytes.
+    pub fn l2_bytes(&self) -> u32 {
+        self.l2_bytes
     }
     /// The module this context launches from.
     pub fn arch(&self) -> Arch {

@@ -9,8 +9,9 @@
 //!   chunks whose f32 partial tiles the fix-up kernel sums in a fixed order (no atomics:
 //!   bitwise-reproducible results);
 //! - orders the items longest-first where lengths differ a lot (so a few long rows start early
-//!   instead of finishing last), and otherwise N-tile-major, so that the thread blocks resident
-//!   at one time share the same columns of B in L2.
+//!   instead of finishing last), and otherwise in groups of `tile_group` N tiles walked row by
+//!   row: the thread blocks resident at one time share the same columns of B in L2, and each
+//!   block row of A is fetched from DRAM once per group instead of once per N tile.
 
 use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_SLOT, SplitGroup, WorkItem};
 
@@ -37,8 +38,9 @@ pub struct WorkList {
 /// Plans `C(M, n) = A · B` for the block-row structure `row_ptr` (length block rows + 1).
 ///
 /// `bk` is the A block width; `resident` the number of thread blocks the GPU runs at once (SMs ×
-/// blocks per SM). Callers validate `row_ptr` first (monotone, starting at 0).
-pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u32) -> WorkList {
+/// blocks per SM); `tile_group` how many N tiles are walked together (1: N-tile-major).
+/// Callers validate `row_ptr` first (monotone, starting at 0).
+pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u32, tile_group: u32) -> WorkList {
     let block_rows = row_ptr.len().saturating_sub(1);
     let n_tiles = n.div_ceil(tile.bn as usize).max(1) as u32;
     let row_len = |r: usize| row_ptr[r + 1] - row_ptr[r];
@@ -53,8 +55,12 @@ pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u3
     let mut items = Vec::new();
     let mut groups = Vec::new();
     let mut n_slots = 0u32;
-    for t in 0..n_tiles {
-        for r in 0..block_rows {
+    let tile_group = tile_group.clamp(1, n_tiles);
+    let cells = (0..n_tiles).step_by(tile_group as usize).flat_map(|g0| {
+        (0..block_rows).flat_map(move |r| (g0..(g0 + tile_group).min(n_tiles)).map(move |t| (r, t)))
+    });
+    for (r, t) in cells {
+        {
             let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
             let len = end - begin;
             if len <= split_limit {
@@ -73,8 +79,8 @@ pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u3
         }
     }
 
-    // Longest-first for the items far above the mean; the stable sort keeps the N-tile-major
-    // order among the rest.
+    // Longest-first for the items far above the mean; the stable sort keeps the grouped order
+    // among the rest.
     let nonempty = items.iter().filter(|i| i.blk_end > i.blk_begin).count().max(1) as u64;
     let mean = items.iter().map(|i| (i.blk_end - i.blk_begin) as u64).sum::<u64>() / nonempty;
     let heavy = (2 * mean).max(1);
@@ -183,7 +189,7 @@ mod tests {
             let rp = row_ptr_from_lens(&lens);
             for n in [1usize, 7, 129, 256, 257, 8192] {
                 for resident in [1u32, 132, 264] {
-                    let w = plan_work(&rp, n, tile, 64, resident);
+                    let w = plan_work(&rp, n, tile, 64, resident, 1 + resident % 3);
                     check_cover(&rp, n, tile, &w);
                 }
             }
@@ -197,7 +203,7 @@ mod tests {
         let mut lens = vec![4u32; 255];
         lens.insert(100, 1020);
         let rp = row_ptr_from_lens(&lens);
-        let w = plan_work(&rp, 64, tile, 64, 132);
+        let w = plan_work(&rp, 64, tile, 64, 132, 1);
         check_cover(&rp, 64, tile, &w);
         let total: u32 = lens.iter().sum();
         assert!(w.max_item_blocks < 1020, "the long row must be split");
@@ -219,7 +225,7 @@ mod tests {
         lens.insert(90, 128);
         let rp = row_ptr_from_lens(&lens);
         for grid in [1u32, 7, 132] {
-            let mut w = plan_work(&rp, 8192, tile, 64, grid);
+            let mut w = plan_work(&rp, 8192, tile, 64, grid, 2);
             let before = w.items.clone();
             schedule_persistent(&mut w, grid);
             check_cover(&rp, 8192, tile, &w);
@@ -243,12 +249,24 @@ mod tests {
     fn uniform_rows_keep_n_tile_major_order() {
         let tile = MMA_TILES[2];
         let rp = row_ptr_from_lens(&vec![16; 128]);
-        let w = plan_work(&rp, 8192, tile, 64, 264);
+        let w = plan_work(&rp, 8192, tile, 64, 264, 1);
         assert!(w.groups.is_empty());
         assert_eq!(w.items.len(), 128 * 32);
         for (i, it) in w.items.iter().enumerate() {
             assert_eq!(it.n_tile as usize, i / 128);
             assert_eq!(it.block_row as usize, i % 128);
+        }
+        // Groups of 3 N tiles (32 = 10 × 3 + 2): row by row within each group.
+        let w = plan_work(&rp, 8192, tile, 64, 264, 3);
+        check_cover(&rp, 8192, tile, &w);
+        let mut i = 0;
+        for g0 in (0..32).step_by(3) {
+            for r in 0..128 {
+                for t in g0..(g0 + 3).min(32) {
+                    assert_eq!((w.items[i].block_row as usize, w.items[i].n_tile as usize), (r, t));
+                    i += 1;
+                }
+            }
         }
     }
 }

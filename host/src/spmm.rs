@@ -110,7 +110,8 @@ impl Context {
         let tile = WGMMA_TILES[tile_index].as_mma_tile();
         // Persistent grid: one resident thread block per SM, items dealt out by the planner.
         let grid = self.sm_count();
-        let mut work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, grid);
+        let group = self.tile_group(a, tile);
+        let mut work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, grid, group);
         schedule_persistent(&mut work, grid);
         self.upload_plan(a, n, PlanKernel::Wgmma(tile_index), tile, work)
     }
@@ -132,8 +133,15 @@ impl Context {
             .occupancy_max_active_blocks_per_multiprocessor(tile.threads(), tile.smem_bytes() as usize, None)?
             .max(1);
         let resident = self.sm_count().saturating_mul(per_sm);
-        let work = plan_work(&a.pattern.row_ptr, n, tile, block.bk as u32, resident);
+        let work = plan_work(&a.pattern.row_ptr, n, tile, block.bk as u32, resident, self.tile_group(a, tile));
         self.upload_plan(a, n, PlanKernel::Mma(tile_index), tile, work)
+    }
+
+    /// N tiles to walk together: as many B column strips (`K × bn` elements) as fit in a third
+    /// of L2, leaving the rest to A and to C on its way out.
+    fn tile_group<T: InputElement>(&self, a: &DeviceBsr<T>, tile: MmaTile) -> u32 {
+        let strip = (a.ncols() as u64) * tile.bn as u64 * core::mem::size_of::<T>() as u64;
+        ((self.l2_bytes() as u64 / 3) / strip.max(1)).clamp(1, u32::MAX as u64) as u32
     }
 
     fn upload_plan<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, kernel: PlanKernel, tile: MmaTile, work: WorkList) -> Result<Plan> {
