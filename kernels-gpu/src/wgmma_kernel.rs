@@ -12,7 +12,7 @@
 //! `full[slot]` and issues the copies; consumers wait on `full[slot]`, run the stage's wgmma and,
 //! once the next stage's wgmma are in flight (`wait_group 1`), release the slot on `empty`.
 
-use blocksparse_abi::{NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile};
+use blocksparse_abi::{NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem};
 
 use crate::dtype::{Output, WgInput};
 use crate::epilogue::{Dest, store_partial_pair};
@@ -121,41 +121,104 @@ unsafe fn my_items(p: &SpmmParams) -> (u32, u32) {
     unsafe { (ld_global_nc_u32(s), ld_global_nc_u32(s.wrapping_add(1))) }
 }
 
-/// Load stage: one thread walks this block's items and streams A slices and B boxes.
+/// The producer's stream of K stages over this block's items. Global reads are issued one step
+/// ahead of their use, so their latency hides behind the barrier wait and TMA issue of the
+/// stage before: each item's descriptor one item ahead, each stage's column index one stage
+/// ahead.
+struct StageStream {
+    items: u64,
+    col_idx: *const u32,
+    bk_log2: u32,
+    /// Next item index to fetch a descriptor for, and the end of this block's range.
+    idx: u32,
+    end: u32,
+    /// The item being walked, its stage count and the next stage.
+    item: WorkItem,
+    n_k: u32,
+    kt: u32,
+    /// Descriptor of item `idx` (loaded ahead).
+    next_item: WorkItem,
+    /// The next stage to hand out: (item, stage, column index of its A block).
+    pending: Option<(WorkItem, u32, u32)>,
+}
+
+impl StageStream {
+    #[inline(always)]
+    unsafe fn new(p: &SpmmParams, first: u32, end: u32) -> Self {
+        let next_item = if first < end { unsafe { work_item(p.items, first) } } else { WorkItem::default() };
+        let mut s = StageStream {
+            items: p.items,
+            col_idx: p.col_idx as *const u32,
+            bk_log2: p.bk_log2,
+            idx: first,
+            end,
+            item: WorkItem::default(),
+            n_k: 0,
+            kt: 0,
+            next_item,
+            pending: None,
+        };
+        s.pending = unsafe { s.fetch() };
+        s
+    }
+
+    /// The position after the last one handed out, with its column index load issued.
+    #[inline(always)]
+    unsafe fn fetch(&mut self) -> Option<(WorkItem, u32, u32)> {
+        while self.kt >= self.n_k {
+            if self.idx >= self.end {
+                return None;
+            }
+            self.item = self.next_item;
+            self.n_k = ((self.item.blk_end - self.item.blk_begin) << self.bk_log2) / WG_K;
+            self.kt = 0;
+            self.idx += 1;
+            if self.idx < self.end {
+                self.next_item = unsafe { work_item(self.items, self.idx) };
+            }
+        }
+        let kt = self.kt;
+        self.kt += 1;
+        let blk = self.item.blk_begin + ((kt * WG_K) >> self.bk_log2);
+        let col = unsafe { ld_global_nc_u32(self.col_idx.wrapping_add(blk as usize)) };
+        Some((self.item, kt, col))
+    }
+
+    #[inline(always)]
+    unsafe fn next(&mut self) -> Option<(WorkItem, u32, u32)> {
+        let current = self.pending.take()?;
+        self.pending = unsafe { self.fetch() };
+        Some(current)
+    }
+}
+
+/// Load stage: one thread streams A slices and B boxes for this block's items.
 #[inline(always)]
 unsafe fn produce(p: &SpmmParams, sm: Smem, tmap_a: u64, tmap_b: u64) {
     let t = sm.t;
     let bk_log2 = p.bk_log2;
     let bk_mask = (1u32 << bk_log2) - 1;
-    let col_idx = p.col_idx as *const u32;
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
-    let (mut idx, end) = unsafe { my_items(p) };
-    while idx < end {
-        let item = unsafe { work_item(p.items, idx) };
-        let n_k = ((item.blk_end - item.blk_begin) << bk_log2) / WG_K;
+    let (first, end) = unsafe { my_items(p) };
+    let mut stages = unsafe { StageStream::new(p, first, end) };
+    while let Some((item, kt, col)) = unsafe { stages.next() } {
+        let k = kt * WG_K;
+        let blk = item.blk_begin + (k >> bk_log2);
+        let kin = k & bk_mask;
+        let b_row = (col << bk_log2) + kin;
         let n0 = item.n_tile * t.bn();
-        let mut kt = 0;
-        while kt < n_k {
-            let k = kt * WG_K;
-            let blk = item.blk_begin + (k >> bk_log2);
-            let kin = k & bk_mask;
-            let col = unsafe { ld_global_nc_u32(col_idx.wrapping_add(blk as usize)) };
-            let b_row = (col << bk_log2) + kin;
-            unsafe {
-                mbar_wait(sm.empty(ring.slot), ring.phase ^ 1);
-                let full = sm.full(ring.slot);
-                mbar_arrive_expect_tx(full, t.stage_bytes());
-                tma_load_2d(sm.a(ring.slot), tmap_a, kin, blk * t.bm, full);
-                let mut j = 0;
-                while j < t.bn() / TMA_B_BOX_N {
-                    tma_load_2d(sm.b(ring.slot) + j * B_BOX_BYTES, tmap_b, n0 + j * TMA_B_BOX_N, b_row, full);
-                    j += 1;
-                }
+        unsafe {
+            mbar_wait(sm.empty(ring.slot), ring.phase ^ 1);
+            let full = sm.full(ring.slot);
+            mbar_arrive_expect_tx(full, t.stage_bytes());
+            tma_load_2d(sm.a(ring.slot), tmap_a, kin, blk * t.bm, full);
+            let mut j = 0;
+            while j < t.bn() / TMA_B_BOX_N {
+                tma_load_2d(sm.b(ring.slot) + j * B_BOX_BYTES, tmap_b, n0 + j * TMA_B_BOX_N, b_row, full);
+                j += 1;
             }
-            ring.advance();
-            kt += 1;
         }
-        idx += 1;
+        ring.advance();
     }
 }
 
@@ -172,8 +235,14 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u
     let dest = Dest { c: p.c, ldc: p.ldc, n: p.n, alpha: p.alpha, beta: p.beta };
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
     let (mut idx, end) = unsafe { my_items(p) };
+    // The next item's descriptor is loaded while the current one computes.
+    let mut next = if idx < end { unsafe { work_item(p.items, idx) } } else { WorkItem::default() };
     while idx < end {
-        let item = unsafe { work_item(p.items, idx) };
+        let item = next;
+        idx += 1;
+        if idx < end {
+            next = unsafe { work_item(p.items, idx) };
+        }
         let n_k = ((item.blk_end - item.blk_begin) << bk_log2) / WG_K;
         // (128 threads, 128) f32: the m64n256 accumulator fragment.
         let mut acc = [0.0f32; 128];
@@ -230,6 +299,5 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u
                 i += 2;
             }
         }
-        idx += 1;
     }
 }
