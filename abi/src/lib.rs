@@ -23,7 +23,7 @@ pub const LD_ALIGN: u32 = 8;
 
 /// A work item longer than this many A blocks is split by the planner: the kernel keeps the
 /// item's column indices in shared memory, `(MAX_ITEM_BLOCKS,)` of them.
-pub const MAX_ITEM_BLOCKS: u32 = 1024;
+pub const MAX_ITEM_BLOCKS: u32 = 512;
 
 /// Marks a work item that writes C directly (no split-K partial slot).
 pub const NO_SLOT: u32 = u32::MAX;
@@ -104,9 +104,9 @@ impl MmaTile {
 /// Tile configurations of the portable kernel. The first four are the defaults for the block
 /// heights in [`BLOCK_SIZES`] (same order); the rest are tuning candidates that the benchmark
 /// can time against them (`cargo xtask bench --tiles`), generated for f16 → f16 only.
-pub const MMA_TILES: [MmaTile; 16] = [
-    MmaTile { bm: 16, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
-    MmaTile { bm: 32, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
+pub const MMA_TILES: [MmaTile; 18] = [
+    MmaTile { bm: 16, bn: 256, ks: 32, stages: 3, warps_m: 1, warps_n: 4 },
+    MmaTile { bm: 32, bn: 256, ks: 32, stages: 3, warps_m: 1, warps_n: 4 },
     MmaTile { bm: 64, bn: 256, ks: 32, stages: 4, warps_m: 2, warps_n: 4 },
     MmaTile { bm: 128, bn: 128, ks: 32, stages: 4, warps_m: 4, warps_n: 2 },
     // 4..: tuning candidates
@@ -122,6 +122,8 @@ pub const MMA_TILES: [MmaTile; 16] = [
     MmaTile { bm: 16, bn: 512, ks: 32, stages: 4, warps_m: 1, warps_n: 8 },
     MmaTile { bm: 64, bn: 512, ks: 32, stages: 4, warps_m: 2, warps_n: 8 },
     MmaTile { bm: 128, bn: 256, ks: 32, stages: 4, warps_m: 4, warps_n: 4 },
+    MmaTile { bm: 32, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
+    MmaTile { bm: 16, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
 ];
 
 const _: () = {
@@ -266,6 +268,8 @@ macro_rules! for_each_mma_kernel {
         $m!(spmm_mma_f16_t13_f16, F16, 13, F16);
         $m!(spmm_mma_f16_t14_f16, F16, 14, F16);
         $m!(spmm_mma_f16_t15_f16, F16, 15, F16);
+        $m!(spmm_mma_f16_t16_f16, F16, 16, F16);
+        $m!(spmm_mma_f16_t17_f16, F16, 17, F16);
     };
 }
 
