@@ -98,7 +98,11 @@ impl Context {
         let block = a.block();
         let hopper_tile = WGMMA_BLOCK_SIZES.iter().position(|&b| b as usize == block.bm);
         let hopper_k = block.bk % WG_K as usize == 0 && WGMMA_BLOCK_SIZES.contains(&(block.bk as u32));
-        if let (true, Some(tile), true, true) = (self.kernels.has_wgmma(), hopper_tile, hopper_k, a.nnzb() > 0) {
+        // TMA box coordinates are signed 32-bit: the rows of the A values seen as one matrix
+        // (nnzb · bm) and the columns of B must stay below 2^31 (the portable kernel addresses
+        // with 64-bit offsets and takes the rest).
+        let tma_fits = a.nnzb().checked_mul(block.bm).is_some_and(|r| r < i32::MAX as usize) && n < i32::MAX as usize;
+        if let (true, Some(tile), true, true) = (self.kernels.has_wgmma(), hopper_tile, hopper_k, a.nnzb() > 0 && tma_fits) {
             return self.plan_wgmma(a, n, tile);
         }
         let tile = default_tile_index(block.bm as u32).ok_or(Error::UnsupportedBlockSize { bm: block.bm, bk: block.bk })?;
