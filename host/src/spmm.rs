@@ -99,9 +99,9 @@ impl Context {
         let hopper_tile = WGMMA_BLOCK_SIZES.iter().position(|&b| b as usize == block.bm);
         let hopper_k = block.bk % WG_K as usize == 0 && WGMMA_BLOCK_SIZES.contains(&(block.bk as u32));
         // TMA box coordinates are signed 32-bit: the rows of the A values seen as one matrix
-        // (nnzb · bm) and the columns of B must stay below 2^31 (the portable kernel addresses
-        // with 64-bit offsets and takes the rest).
-        let tma_fits = a.nnzb().checked_mul(block.bm).is_some_and(|r| r < i32::MAX as usize) && n < i32::MAX as usize;
+        // (nnzb · bm) must stay below 2^31 (the portable kernel addresses A with 64-bit offsets
+        // and takes the rest; N is limited to 2^31 - 1 for both).
+        let tma_fits = a.nnzb().checked_mul(block.bm).is_some_and(|r| r < i32::MAX as usize);
         if let (true, Some(tile), true, true) = (self.kernels.has_wgmma(), hopper_tile, hopper_k, a.nnzb() > 0 && tma_fits) {
             return self.plan_wgmma(a, n, tile);
         }
@@ -310,7 +310,11 @@ fn check_n(n: usize) -> Result<()> {
     if n == 0 {
         return Err(Error::ZeroDimension { what: "N (columns of B and C)" });
     }
-    to_u32("N", n).map(|_| ())
+    // Column indices (and tile starts past the last column) are 32-bit signed on the device.
+    if n > i32::MAX as usize {
+        return Err(Error::TooLarge { what: "N", value: n });
+    }
+    Ok(())
 }
 
 /// A 2D tiled TMA descriptor over a row-major matrix at device address `ptr`: `dims` =
