@@ -285,7 +285,8 @@ pub const TMA_B_BOX_N: u32 = 64;
 /// Tile configuration of the Hopper kernel (sm_90a): one producer warpgroup issues TMA loads
 /// into a `stages`-deep ring guarded by full/empty mbarriers; `bm / 64 × wg_n` consumer
 /// warpgroups each run `wgmma m64n256k16` on a `(64, 256)` sub-tile of the `(bm, 256 · wg_n)`
-/// C tile. The grid is persistent: each thread block walks the work items `b, b + grid, …`.
+/// C tile. The grid is persistent: thread block `b` runs the items `schedule[b] .. schedule[b + 1]`
+/// that the host planner dealt it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WgmmaTile {
     pub bm: u32,

@@ -1,11 +1,12 @@
-//! Which work the thread block does: one host-planned [`WorkItem`] per block, in the order the
-//! planner chose (longest items first, then N-tile-major for L2 reuse of B).
+//! Which work a thread block does: the host plan's [`WorkItem`]s, in the order the planner chose
+//! (longest items first, then N tiles in L2-sized groups walked row by row). The portable kernel
+//! runs item `blockIdx.x`; the persistent Hopper kernel runs the range the planner dealt it.
 
 use blocksparse_abi::WorkItem;
 
 use crate::ptx::ld_global_nc_u32;
 
-/// The work item of thread block `index`.
+/// Work item `index` of the plan.
 #[inline(always)]
 pub unsafe fn work_item(items: u64, index: u32) -> WorkItem {
     let p = (items as *const WorkItem).wrapping_add(index as usize) as *const u32;
