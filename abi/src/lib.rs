@@ -201,9 +201,6 @@ pub struct SpmmParams {
     pub bk_log2: u32,
     pub alpha: f32,
     pub beta: f32,
-    /// Number of work items.
-    pub n_items: u32,
-    pub _pad: u32,
 }
 
 /// Launch parameters of the split-K fix-up kernel (one thread block per [`SplitGroup`]).

@@ -97,7 +97,7 @@ impl Context {
     pub fn plan<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize) -> Result<Plan> {
         let block = a.block();
         let hopper_tile = WGMMA_BLOCK_SIZES.iter().position(|&b| b as usize == block.bm);
-        let hopper_k = block.bk % WG_K as usize == 0 && WGMMA_BLOCK_SIZES.contains(&(block.bk as u32));
+        let hopper_k = WGMMA_BLOCK_SIZES.contains(&(block.bk as u32));
         // TMA box coordinates are signed 32-bit: the rows of the A values seen as one matrix
         // (nnzb · bm) must stay below 2^31 (the portable kernel addresses A with 64-bit offsets
         // and takes the rest; N is limited to 2^31 - 1 for both).
@@ -149,9 +149,10 @@ impl Context {
     }
 
     fn upload_plan<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, kernel: PlanKernel, tile: MmaTile, work: WorkList) -> Result<Plan> {
-        to_u32("work items", work.items.len()).and_then(|v| {
-            if v > i32::MAX as u32 { Err(Error::TooLarge { what: "work items", value: v as usize }) } else { Ok(v) }
-        })?;
+        // One thread block per item at most: the grid's x extent is below 2^31.
+        if work.items.len() > i32::MAX as usize {
+            return Err(Error::TooLarge { what: "work items", value: work.items.len() });
+        }
         let stream = self.stream();
         let items = stream.clone_htod(&flatten_items(&work.items))?;
         let schedule = if work.schedule.is_empty() { None } else { Some(stream.clone_htod(&work.schedule)?) };
@@ -212,8 +213,6 @@ impl Context {
             bk_log2: block.bk.trailing_zeros(),
             alpha,
             beta,
-            n_items,
-            _pad: 0,
         };
         let tile = plan.tile;
         match plan.kernel {

@@ -112,18 +112,14 @@ fn time_ms(ctx: &Context, reps: usize, mut f: impl FnMut(usize) -> Result<(), St
     Ok(times[times.len() / 2])
 }
 
-struct DenseTime {
-    ms: f64,
-}
-
-fn dense_time<T: InputElement>(ctx: &Context, gemm: &DenseGemm, m: usize, n: usize, k: usize, reps: usize, rng: &mut TestRng) -> Result<DenseTime, String> {
+fn dense_time<T: InputElement>(ctx: &Context, gemm: &DenseGemm, m: usize, n: usize, k: usize, reps: usize, rng: &mut TestRng) -> Result<f64, String> {
     let e = |e: blocksparse::Error| e.to_string();
     let a = ctx.upload_matrix(m, k, &random_values::<T>(m * k, rng)).map_err(e)?;
     let bs: Vec<DeviceMatrix<T>> =
         (0..2).map(|_| ctx.upload_matrix(k, n, &random_values::<T>(k * n, rng))).collect::<Result<_, _>>().map_err(e)?;
     let mut cs: Vec<DeviceMatrix<T>> = (0..2).map(|_| ctx.zeros_matrix::<T>(m, n)).collect::<Result<_, _>>().map_err(e)?;
     let ms = time_ms(ctx, reps, |i| gemm.gemm(ctx, &a, &bs[i % 2], &mut cs[i % 2]).map_err(e))?;
-    Ok(DenseTime { ms })
+    Ok(ms)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -145,15 +141,20 @@ fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k
     Ok((ms, nnzb, kernel))
 }
 
+/// TFLOP/s of `flops` done in `ms` milliseconds.
+fn tflops(flops: f64, ms: f64) -> f64 {
+    flops / (ms * 1e-3) / 1e12
+}
+
 fn dense_tflops(m: usize, n: usize, k: usize, ms: f64) -> f64 {
-    2.0 * m as f64 * n as f64 * k as f64 / (ms * 1e-3) / 1e12
+    tflops(2.0 * m as f64 * n as f64 * k as f64, ms)
 }
 
 fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, rng: &mut TestRng) -> Result<(), String> {
     let (m, n, k) = (args.m, args.n, args.k);
     let gemm = DenseGemm::new(ctx).map_err(|e| e.to_string())?;
-    let dense = dense_time::<T>(ctx, &gemm, m, n, k, args.reps, rng)?;
-    let dense_full = dense_tflops(m, n, k, dense.ms);
+    let dense_ms = dense_time::<T>(ctx, &gemm, m, n, k, args.reps, rng)?;
+    let dense_full = dense_tflops(m, n, k, dense_ms);
     let mut equal_work = std::collections::HashMap::new();
     for &bs in &args.blocks {
         for &density in &args.densities {
@@ -172,13 +173,13 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
                 let (pattern, mask) = (pattern.clone(), mask);
                 let (ms, nnzb, kernel) = bsr_time::<T>(ctx, mask, m, n, k, bs, tile, args.reps, rng)?;
                 let flops = 2.0 * nnzb as f64 * (bs * bs) as f64 * n as f64;
-                let tflops = flops / (ms * 1e-3) / 1e12;
+                let bsr_tflops = tflops(flops, ms);
                 // Rounded to a multiple of 64 so that cuBLAS runs its regular kernels.
                 let k_eff = ((nnzb * bs * bs) as f64 / m as f64 / 64.0).round().max(1.0) as usize * 64;
                 let dense_eff = match equal_work.get(&k_eff) {
                     Some(&t) => t,
                     None => {
-                        let t = dense_tflops(m, n, k_eff, dense_time::<T>(ctx, &gemm, m, n, k_eff, args.reps, rng)?.ms);
+                        let t = dense_tflops(m, n, k_eff, dense_time::<T>(ctx, &gemm, m, n, k_eff, args.reps, rng)?);
                         equal_work.insert(k_eff, t);
                         t
                     }
@@ -194,15 +195,15 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
                     density,
                     nnzb,
                     bsr_ms: ms,
-                    bsr_tflops: tflops,
-                    dense_ms: dense.ms,
+                    bsr_tflops,
+                    dense_ms,
                     dense_tflops: dense_full,
-                    ratio_to_dense: tflops / dense_full,
+                    ratio_to_dense: bsr_tflops / dense_full,
                     k_eff,
                     dense_eff_tflops: dense_eff,
-                    ratio_to_equal_work: tflops / dense_eff,
+                    ratio_to_equal_work: bsr_tflops / dense_eff,
                     peer_tflops: None,
-                    speedup: dense.ms / ms,
+                    speedup: dense_ms / ms,
                 });
             }
         }
