@@ -31,6 +31,9 @@ impl Input for Bf16 {
 /// naturally aligned (leading dimensions are multiples of 8).
 pub trait Output {
     type Elem;
+    /// For 16-bit outputs: rounds a pair into one packed word (`lo` at the lower column); `None`
+    /// for f32, whose pairs are written as they are.
+    const PACK2: Option<fn(f32, f32) -> u32>;
     unsafe fn load2(p: *const Self::Elem) -> (f32, f32);
     unsafe fn store2(p: *mut Self::Elem, v0: f32, v1: f32);
     unsafe fn load1(p: *const Self::Elem) -> f32;
@@ -39,6 +42,7 @@ pub trait Output {
 
 impl Output for F16 {
     type Elem = u16;
+    const PACK2: Option<fn(f32, f32) -> u32> = Some(ptx::pack_f16x2);
     #[inline(always)]
     unsafe fn load2(p: *const u16) -> (f32, f32) {
         let w = unsafe { ptx::ld_global_u32(p as *const u32) };
@@ -66,6 +70,7 @@ fn bf16_bits_to_f32(h: u32) -> f32 {
 
 impl Output for Bf16 {
     type Elem = u16;
+    const PACK2: Option<fn(f32, f32) -> u32> = Some(ptx::pack_bf16x2);
     #[inline(always)]
     unsafe fn load2(p: *const u16) -> (f32, f32) {
         let w = unsafe { ptx::ld_global_u32(p as *const u32) };
@@ -87,6 +92,7 @@ impl Output for Bf16 {
 
 impl Output for F32 {
     type Elem = f32;
+    const PACK2: Option<fn(f32, f32) -> u32> = None;
     #[inline(always)]
     unsafe fn load2(p: *const f32) -> (f32, f32) {
         unsafe { ptx::ld_global_f32x2(p) }

@@ -2,7 +2,7 @@
 //! With beta == 0, C is not read (BLAS semantics: whatever C held, NaN included, is overwritten).
 
 use crate::dtype::Output;
-use crate::ptx::st_global_f32x2;
+use crate::ptx::{shfl_xor, st_global_f32x2, st_global_u16, st_global_v4_u32};
 
 /// Where a thread's accumulator pair lands.
 #[derive(Clone, Copy)]
@@ -17,13 +17,19 @@ pub struct Dest {
 }
 
 impl Dest {
+    /// Address of C(row, col).
+    #[inline(always)]
+    pub fn at<O: Output>(&self, row: u32, col: u32) -> *mut O::Elem {
+        (self.c as *mut O::Elem).wrapping_add(row as usize * self.ldc as usize + col as usize)
+    }
+
     /// Writes the pair at (row, col) and (row, col + 1); `col` is even.
     #[inline(always)]
     pub unsafe fn store_pair<O: Output>(&self, row: u32, col: u32, v0: f32, v1: f32) {
         if col >= self.n {
             return;
         }
-        let p = (self.c as *mut O::Elem).wrapping_add(row as usize * self.ldc as usize + col as usize);
+        let p = self.at::<O>(row, col);
         let (mut r0, mut r1) = (self.alpha * v0, self.alpha * v1);
         unsafe {
             if col + 1 < self.n {
@@ -45,7 +51,7 @@ impl Dest {
     /// Writes one element (fix-up kernel).
     #[inline(always)]
     pub unsafe fn store_one<O: Output>(&self, row: u32, col: u32, v: f32) {
-        let p = (self.c as *mut O::Elem).wrapping_add(row as usize * self.ldc as usize + col as usize);
+        let p = self.at::<O>(row, col);
         let mut r = self.alpha * v;
         unsafe {
             if self.beta != 0.0 {
@@ -60,4 +66,107 @@ impl Dest {
 #[inline(always)]
 pub unsafe fn store_partial_pair(tile: *mut f32, bn: u32, row: u32, col: u32, v0: f32, v1: f32) {
     unsafe { st_global_f32x2(tile.wrapping_add((row * bn + col) as usize), v0, v1) }
+}
+
+/// Writes one warpgroup's `(64, 8·G)` wgmma accumulator fragment (`G` column groups of 8) to C.
+/// Register `i` of thread (warp `w`, lane `l`) holds row `16w + l/4 + 8·((i>>1)&1)`, column
+/// `8·(i>>2) + 2·(l%4) + (i&1)`; `row0` is this thread's first row in C and `col0` the C column
+/// of the fragment's column 0.
+///
+/// 16-bit outputs: the four lanes of a quad hold 2 columns each of 4 consecutive 8-column
+/// groups; a 4×4 transpose across the quad (4 shuffles per 4 words) gives each lane one whole
+/// group, written with one 16-byte store, so a warp writes full 32-byte sectors (8 rows × 64
+/// bytes) with 16 stores instead of half sectors with 64. Must be called by all 32 lanes.
+#[inline(always)]
+pub unsafe fn store_wg_fragment<O: Output, const N_REGS: usize>(d: &Dest, acc: &[f32; N_REGS], row0: u32, col0: u32, lane: u32) {
+    let q = lane % 4;
+    match O::PACK2 {
+        None => {
+            let col0 = col0 + 2 * q;
+            let mut i = 0;
+            while i < N_REGS {
+                let (r, col) = (row0 + 8 * ((i as u32 >> 1) & 1), col0 + 8 * (i as u32 >> 2));
+                unsafe { d.store_pair::<O>(r, col, acc[i], acc[i + 1]) };
+                i += 2;
+            }
+        }
+        Some(pack) => {
+            let mut h = 0;
+            while h < 2 {
+                let row = row0 + 8 * h as u32;
+                let mut g = 0;
+                while g < N_REGS / 16 {
+                    // Words of groups 4g .. 4g + 4 at this thread's columns 2q, 2q + 1.
+                    let mut v = [0u32; 4];
+                    let mut t = 0;
+                    while t < 4 {
+                        let i = 4 * (4 * g + t) + 2 * h;
+                        let col = col0 + 8 * (4 * g + t) as u32 + 2 * q;
+                        let (mut r0, mut r1) = (d.alpha * acc[i], d.alpha * acc[i + 1]);
+                        if d.beta != 0.0 && col < d.n {
+                            let p = d.at::<O>(row, col);
+                            if col + 1 < d.n {
+                                let (c0, c1) = unsafe { O::load2(p) };
+                                r0 += d.beta * c0;
+                                r1 += d.beta * c1;
+                            } else {
+                                r0 += d.beta * unsafe { O::load1(p) };
+                            }
+                        }
+                        v[t] = pack(r0, r1);
+                        t += 1;
+                    }
+                    let w = quad_transpose(v, q);
+                    // This lane now holds columns 8·(4g + q) .. + 8.
+                    let col = col0 + 8 * (4 * g as u32 + q);
+                    let p = d.at::<O>(row, col);
+                    if col + 8 <= d.n {
+                        unsafe { st_global_v4_u32(p as *mut u32, w) };
+                    } else {
+                        let mut e = 0;
+                        while e < 8 {
+                            if col + e < d.n {
+                                let bits = (w[(e / 2) as usize] >> (16 * (e % 2))) as u16;
+                                unsafe { st_global_u16((p as *mut u16).wrapping_add(e as usize), bits) };
+                            }
+                            e += 1;
+                        }
+                    }
+                    g += 1;
+                }
+                h += 1;
+            }
+        }
+    }
+}
+
+/// 4×4 transpose across the lanes of a quad: lane `q`'s word `t` becomes lane `t`'s word `q`.
+/// Two butterfly rounds, each swapping one bit of the lane index with the same bit of the word
+/// index; all indices stay compile-time constants (selects, no local memory).
+#[inline(always)]
+fn quad_transpose(v: [u32; 4], q: u32) -> [u32; 4] {
+    let (q0, q1) = (q & 1 == 1, q & 2 == 2);
+    let mut a = v;
+    let mut k = 0;
+    while k < 2 {
+        let recv = shfl_xor::<1>(if q0 { v[2 * k] } else { v[2 * k + 1] });
+        if q0 {
+            a[2 * k] = recv;
+        } else {
+            a[2 * k + 1] = recv;
+        }
+        k += 1;
+    }
+    let mut b = a;
+    let mut k = 0;
+    while k < 2 {
+        let recv = shfl_xor::<2>(if q1 { a[k] } else { a[k + 2] });
+        if q1 {
+            b[k] = recv;
+        } else {
+            b[k + 2] = recv;
+        }
+        k += 1;
+    }
+    b
 }

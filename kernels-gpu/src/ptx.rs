@@ -186,6 +186,24 @@ pub unsafe fn st_global_f32(p: *mut f32, v: f32) {
     unsafe { asm!("st.global.f32 [{0}], {1};", in(reg64) p, in(reg32) v, options(nostack)) };
 }
 
+/// 16-byte global store (`p` 16-byte aligned).
+#[inline(always)]
+pub unsafe fn st_global_v4_u32(p: *mut u32, v: [u32; 4]) {
+    // SAFETY: the caller guarantees that `p` is a writable, 16-byte aligned global address.
+    unsafe {
+        asm!("st.global.v4.b32 [{0}], {{{1},{2},{3},{4}}};", in(reg64) p, in(reg32) v[0], in(reg32) v[1], in(reg32) v[2], in(reg32) v[3], options(nostack))
+    };
+}
+
+/// Butterfly shuffle: the value of lane `lane ^ MASK` (all 32 lanes must take part).
+#[inline(always)]
+pub fn shfl_xor<const MASK: u32>(v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: register-only warp exchange; callers run it warp-uniformly.
+    unsafe { asm!("shfl.sync.bfly.b32 {0}, {1}, {2}, 31, -1;", out(reg32) r, in(reg32) v, const MASK, options(nomem, nostack)) };
+    r
+}
+
 /// Packs two f32 into f16x2 (round to nearest): `lo` in the low half.
 #[inline(always)]
 pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {

@@ -15,7 +15,7 @@
 use blocksparse_abi::{NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem};
 
 use crate::dtype::{Output, WgInput};
-use crate::epilogue::{Dest, store_partial_pair};
+use crate::epilogue::{Dest, store_partial_pair, store_wg_fragment};
 use crate::ptx::{block_idx, ld_global_nc_u32, smem_base, sync_threads, thread_idx};
 use crate::ptx_sm90::{
     fence_mbar_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, set_max_nreg_consumer,
@@ -283,13 +283,8 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u
         let col0 = wn * WG_N + 2 * (l % 4);
         let n0 = item.n_tile * t.bn();
         if item.partial_slot == NO_SLOT {
-            let grow0 = item.block_row * t.bm + row0;
-            let mut i = 0;
-            while i < 128 {
-                let (r, col) = (grow0 + 8 * ((i as u32 >> 1) & 1), n0 + col0 + 8 * (i as u32 >> 2));
-                unsafe { dest.store_pair::<O>(r, col, acc[i], acc[i + 1]) };
-                i += 2;
-            }
+            let (grow0, gcol0) = (item.block_row * t.bm + row0, n0 + wn * WG_N);
+            unsafe { store_wg_fragment::<O, 128>(&dest, &acc, grow0, gcol0, l) };
         } else {
             let tile = (p.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.bm * t.bn()) as usize);
             let mut i = 0;
