@@ -290,6 +290,10 @@ pub struct WgmmaTile {
     /// Consumer warpgroups along N.
     pub wg_n: u32,
     pub stages: u32,
+    /// Epilogue: 0 = each thread stores its accumulators to C directly; 2 = C goes through two
+    /// `(WG_M, 128 bytes)` shared-memory chunks per consumer warpgroup and is written by TMA
+    /// stores that overlap the next item's main loop (needs the shared memory beside the ring).
+    pub c_buffers: u32,
 }
 
 impl WgmmaTile {
@@ -313,11 +317,19 @@ impl WgmmaTile {
     pub const fn stage_bytes(&self) -> u32 {
         self.a_stage_bytes() + self.b_stage_bytes()
     }
-    /// Offset of the mbarriers (full[stages], empty[stages]) after the ring.
-    pub const fn barrier_offset(&self) -> u32 {
+    /// Offset of the C staging chunks after the ring.
+    pub const fn c_stage_offset(&self) -> u32 {
         self.stages * self.stage_bytes()
     }
-    /// Dynamic shared memory: 1024 bytes of alignment slack, the ring, the barriers.
+    /// `(consumers, c_buffers)` chunks of [`C_CHUNK_BYTES`].
+    pub const fn c_stage_bytes(&self) -> u32 {
+        self.consumers() * self.c_buffers * C_CHUNK_BYTES
+    }
+    /// Offset of the mbarriers (full[stages], empty[stages]) after the C staging chunks.
+    pub const fn barrier_offset(&self) -> u32 {
+        self.c_stage_offset() + self.c_stage_bytes()
+    }
+    /// Dynamic shared memory: 1024 bytes of alignment slack, the ring, C staging, the barriers.
     pub const fn smem_bytes(&self) -> u32 {
         1024 + self.barrier_offset() + 16 * self.stages
     }
@@ -330,6 +342,7 @@ impl WgmmaTile {
             && self.wg_n >= 1
             && self.consumers() <= 2
             && self.stages >= 2
+            && (self.c_buffers == 0 || self.c_buffers == 2)
             && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
@@ -348,10 +361,15 @@ pub const SM90_REGISTERS: u32 = 65536;
 pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 
 /// The Hopper kernel's tiles, indexed like [`WGMMA_BLOCK_SIZES`].
+/// (bm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
 pub const WGMMA_TILES: [WgmmaTile; 2] = [
-    WgmmaTile { bm: 64, wg_n: 2, stages: 3 },
-    WgmmaTile { bm: 128, wg_n: 1, stages: 4 },
+    WgmmaTile { bm: 64, wg_n: 2, stages: 3, c_buffers: 0 },
+    WgmmaTile { bm: 128, wg_n: 1, stages: 4, c_buffers: 2 },
 ];
+
+/// One C staging chunk: `(WG_M, 128 bytes)`, i.e. 64 columns of a 16-bit C or 32 of f32, in
+/// the 128-byte swizzle that the C tensor map's TMA stores read.
+pub const C_CHUNK_BYTES: u32 = WG_M * 128;
 /// Block heights the Hopper kernel takes (block widths: 64 and 128, multiples of [`WG_K`]).
 pub const WGMMA_BLOCK_SIZES: [u32; 2] = [64, 128];
 
@@ -374,6 +392,9 @@ pub struct WgmmaParams {
     pub tmap_a: [u64; 16],
     /// `CUtensorMap` of B `(K, N)`, row pitch `ldb`; box `(64, 64)`; out-of-range columns read 0.
     pub tmap_b: [u64; 16],
+    /// `CUtensorMap` of C `(M, N)`, row pitch `ldc`; box `(WG_M, 128 bytes)`; used by tiles
+    /// with `c_buffers > 0` (TMA stores skip out-of-range columns).
+    pub tmap_c: [u64; 16],
     pub base: SpmmParams,
 }
 

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    FIXUP_THREADS, FixupParams, MMA_TILES, MmaTile, SpmmParams, SplitGroup, TMA_B_BOX_N, WG_K, WGMMA_BLOCK_SIZES, WGMMA_TILES, WgmmaParams,
+    FIXUP_THREADS, FixupParams, MMA_TILES, MmaTile, SpmmParams, SplitGroup, TMA_B_BOX_N, WG_K, WG_M, WGMMA_BLOCK_SIZES, WGMMA_TILES, WgmmaParams,
     WorkItem, default_tile_index,
 };
 use cudarc::driver::sys::{self as cu, CUtensorMap};
@@ -95,6 +95,13 @@ impl Context {
     /// On the Hopper module, blocks with bm, bk ∈ {64, 128} run the wgmma + TMA kernel; other
     /// block shapes (and the portable module) run the mma.sync kernel.
     pub fn plan<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize) -> Result<Plan> {
+        self.plan_grouped(a, n, None)
+    }
+
+    /// As [`Context::plan`], walking `tile_group` N tiles together instead of the number the
+    /// planner derives from the L2 size (for tuning).
+    #[doc(hidden)]
+    pub fn plan_grouped<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_group: Option<u32>) -> Result<Plan> {
         let block = a.block();
         let hopper_tile = WGMMA_BLOCK_SIZES.iter().position(|&b| b as usize == block.bm);
         let hopper_k = WGMMA_BLOCK_SIZES.contains(&(block.bk as u32));
@@ -103,18 +110,18 @@ impl Context {
         // and takes the rest; N is limited to 2^31 - 1 for both).
         let tma_fits = a.nnzb().checked_mul(block.bm).is_some_and(|r| r < i32::MAX as usize);
         if let (true, Some(tile), true, true) = (self.kernels.has_wgmma(), hopper_tile, hopper_k, a.nnzb() > 0 && tma_fits) {
-            return self.plan_wgmma(a, n, tile);
+            return self.plan_wgmma(a, n, tile, tile_group);
         }
         let tile = default_tile_index(block.bm as u32).ok_or(Error::UnsupportedBlockSize { bm: block.bm, bk: block.bk })?;
-        self.plan_with_tile(a, n, tile)
+        self.plan_mma(a, n, tile, tile_group)
     }
 
-    fn plan_wgmma<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize) -> Result<Plan> {
+    fn plan_wgmma<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize, tile_group: Option<u32>) -> Result<Plan> {
         check_n(n)?;
         let tile = WGMMA_TILES[tile_index].as_mma_tile();
         // Persistent grid: one resident thread block per SM, items dealt out by the planner.
         let grid = self.sm_count();
-        let group = self.tile_group(a, tile);
+        let group = tile_group.unwrap_or_else(|| self.tile_group(a, tile)).max(1);
         let mut work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, grid, group);
         schedule_persistent(&mut work, grid);
         self.upload_plan(a, n, PlanKernel::Wgmma(tile_index), tile, work)
@@ -124,6 +131,10 @@ impl Context {
     /// for the block height (for tuning: the candidates exist for f16 → f16 only).
     #[doc(hidden)]
     pub fn plan_with_tile<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize) -> Result<Plan> {
+        self.plan_mma(a, n, tile_index, None)
+    }
+
+    fn plan_mma<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, tile_index: usize, tile_group: Option<u32>) -> Result<Plan> {
         let block = a.block();
         match MMA_TILES.get(tile_index) {
             Some(t) if t.bm as usize == block.bm => {}
@@ -137,7 +148,8 @@ impl Context {
             .occupancy_max_active_blocks_per_multiprocessor(tile.threads(), tile.smem_bytes() as usize, None)?
             .max(1);
         let resident = self.sm_count().saturating_mul(per_sm);
-        let work = plan_work(&a.pattern.row_ptr, n, tile, block.bk as u32, resident, self.tile_group(a, tile));
+        let group = tile_group.unwrap_or_else(|| self.tile_group(a, tile)).max(1);
+        let work = plan_work(&a.pattern.row_ptr, n, tile, block.bk as u32, resident, group);
         self.upload_plan(a, n, PlanKernel::Mma(tile_index), tile, work)
     }
 
@@ -234,7 +246,13 @@ impl Context {
                     [WG_K, wt.bm],
                 )?;
                 let tmap_b = encode_tmap_2d::<T>(params.b, [n as u64, k as u64], (b.ld() * 2) as u64, [TMA_B_BOX_N, WG_K])?;
-                let wp = WgmmaParams { tmap_a, tmap_b, base: params };
+                let tmap_c = if wt.c_buffers > 0 {
+                    let elem = std::mem::size_of::<O>();
+                    encode_tmap_2d::<O>(params.c, [n as u64, m as u64], (c.ld() * elem) as u64, [(128 / elem) as u32, WG_M])?
+                } else {
+                    [0; 16]
+                };
+                let wp = WgmmaParams { tmap_a, tmap_b, tmap_c, base: params };
                 let grid = plan.work.schedule.len().saturating_sub(1) as u32;
                 // SAFETY: as above; the tensor maps describe exactly the A values and B
                 // allocations (shapes and pitches checked), and out-of-range boxes read zeros.
@@ -319,11 +337,11 @@ fn check_n(n: usize) -> Result<()> {
 /// A 2D tiled TMA descriptor over a row-major matrix at device address `ptr`: `dims` =
 /// (columns, rows), `row_pitch` in bytes, `boxdim` = (columns, rows) of one box, 128-byte
 /// swizzle, zero fill out of range.
-fn encode_tmap_2d<T: InputElement>(ptr: u64, dims: [u64; 2], row_pitch: u64, boxdim: [u32; 2]) -> Result<[u64; 16]> {
+fn encode_tmap_2d<T: Element>(ptr: u64, dims: [u64; 2], row_pitch: u64, boxdim: [u32; 2]) -> Result<[u64; 16]> {
     let dtype = match T::DTYPE {
         crate::DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         crate::DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        crate::DType::F32 => return Err(Error::UnsupportedDevice("f32 inputs have no tensor-core path".into())),
+        crate::DType::F32 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
     };
     let mut map = CUtensorMap { opaque: [0; 16] };
     let strides = [row_pitch];

@@ -48,6 +48,24 @@ impl Dest {
         }
     }
 
+    /// `alpha·(v0, v1) + beta·C(row, col .. col + 2)`, reading C only when beta != 0 and only the
+    /// columns below `n`.
+    #[inline(always)]
+    pub unsafe fn scaled_pair<O: Output>(&self, row: u32, col: u32, v0: f32, v1: f32) -> (f32, f32) {
+        let (mut r0, mut r1) = (self.alpha * v0, self.alpha * v1);
+        if self.beta != 0.0 && col < self.n {
+            let p = self.at::<O>(row, col);
+            if col + 1 < self.n {
+                let (c0, c1) = unsafe { O::load2(p) };
+                r0 += self.beta * c0;
+                r1 += self.beta * c1;
+            } else {
+                r0 += self.beta * unsafe { O::load1(p) };
+            }
+        }
+        (r0, r1)
+    }
+
     /// Writes one element (fix-up kernel).
     #[inline(always)]
     pub unsafe fn store_one<O: Output>(&self, row: u32, col: u32, v: f32) {
@@ -102,17 +120,7 @@ pub unsafe fn store_wg_fragment<O: Output, const N_REGS: usize>(d: &Dest, acc: &
                     while t < 4 {
                         let i = 4 * (4 * g + t) + 2 * h;
                         let col = col0 + 8 * (4 * g + t) as u32 + 2 * q;
-                        let (mut r0, mut r1) = (d.alpha * acc[i], d.alpha * acc[i + 1]);
-                        if d.beta != 0.0 && col < d.n {
-                            let p = d.at::<O>(row, col);
-                            if col + 1 < d.n {
-                                let (c0, c1) = unsafe { O::load2(p) };
-                                r0 += d.beta * c0;
-                                r1 += d.beta * c1;
-                            } else {
-                                r0 += d.beta * unsafe { O::load1(p) };
-                            }
-                        }
+                        let (r0, r1) = unsafe { d.scaled_pair::<O>(row, col, acc[i], acc[i + 1]) };
                         v[t] = pack(r0, r1);
                         t += 1;
                     }
@@ -169,4 +177,89 @@ fn quad_transpose(v: [u32; 4], q: u32) -> [u32; 4] {
         k += 1;
     }
     b
+}
+
+/// Shared-memory staging of one consumer warpgroup's C: two `(WG_M, 128 bytes)` chunks in the
+/// 128-byte swizzle of the C tensor map, and the warpgroup's named barrier.
+#[cfg(target_feature = "sm_90a")]
+#[derive(Clone, Copy)]
+pub struct CStage {
+    /// Shared address of chunk 0 (1024-byte aligned); chunk 1 follows.
+    pub chunks: u32,
+    pub barrier: u32,
+    /// Generic address of C's tensor map.
+    pub tmap: u64,
+}
+
+/// Writes one warpgroup's `(64, 8·G)` wgmma accumulator fragment (layout as in
+/// [`store_wg_fragment`]) through shared memory: per 128-byte-wide column chunk, the threads
+/// write their scaled, rounded values into a free staging chunk, and thread 0 of the warpgroup
+/// issues one TMA store of it. The stores complete asynchronously while the warpgroup goes on
+/// to the next item; a chunk is rewritten only after the store two chunks back has read it.
+/// `row0` / `col0`: the C coordinates of the fragment's (0, 0). Must be called by all 128
+/// threads of the warpgroup; thread 0 must call [`CStage::drain`] before the kernel exits.
+#[cfg(target_feature = "sm_90a")]
+#[inline(always)]
+pub unsafe fn store_wg_fragment_tma<O: Output, const N_REGS: usize>(d: &Dest, st: &CStage, acc: &[f32; N_REGS], row0: u32, col0: u32, lt: u32) {
+    use crate::ptx::{st_shared_u32, st_shared_v2_u32};
+    use crate::ptx_sm90::{bulk_commit, bulk_wait_read, fence_proxy_async_smem, named_barrier, tma_store_2d};
+    use blocksparse_abi::C_CHUNK_BYTES;
+
+    let (w, l) = (lt / 32, lt % 32);
+    let q = l % 4;
+    let elem = core::mem::size_of::<O::Elem>() as u32;
+    // (WG_M, 128 bytes) per chunk: 8-column groups per chunk, chunks per fragment.
+    let chunk_cols = 128 / elem;
+    let groups = chunk_cols / 8;
+    let n_chunks = (N_REGS as u32 / 4) / groups;
+    let mut k = 0;
+    while k < n_chunks {
+        let chunk_col = col0 + k * chunk_cols;
+        if chunk_col >= d.n {
+            break; // the same for the whole warpgroup
+        }
+        let buf = st.chunks + (k % 2) * C_CHUNK_BYTES;
+        if lt == 0 {
+            // Chunk k - 2 used this buffer (the previous item's last chunks, for k = 0).
+            if k == 0 { bulk_wait_read::<0>() } else { bulk_wait_read::<1>() }
+        }
+        named_barrier(st.barrier, 128);
+        let mut jj = 0;
+        while jj < groups {
+            let j = k * groups + jj;
+            let mut h = 0;
+            while h < 2 {
+                let i = (4 * j + 2 * h) as usize;
+                let r = 16 * w + l / 4 + 8 * h;
+                let (v0, v1) = unsafe { d.scaled_pair::<O>(row0 + r, col0 + 8 * j + 2 * q, acc[i], acc[i + 1]) };
+                // Byte column in the chunk row; 16-byte unit `u` sits at `u ^ (r % 8)`.
+                let bc = (8 * jj + 2 * q) * elem;
+                let addr = buf + r * 128 + (((bc / 16) ^ (r % 8)) * 16) + bc % 16;
+                unsafe {
+                    match O::PACK2 {
+                        Some(pack) => st_shared_u32(addr, pack(v0, v1)),
+                        None => st_shared_v2_u32(addr, v0.to_bits(), v1.to_bits()),
+                    }
+                }
+                h += 1;
+            }
+            jj += 1;
+        }
+        fence_proxy_async_smem();
+        named_barrier(st.barrier, 128);
+        if lt == 0 {
+            unsafe { tma_store_2d(st.tmap, chunk_col, row0, buf) };
+            bulk_commit();
+        }
+        k += 1;
+    }
+}
+
+#[cfg(target_feature = "sm_90a")]
+impl CStage {
+    /// Thread 0 of the warpgroup, before exit: waits for its TMA stores to finish.
+    #[inline(always)]
+    pub fn drain(&self) {
+        crate::ptx_sm90::bulk_wait_all();
+    }
 }

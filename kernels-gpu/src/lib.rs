@@ -78,7 +78,8 @@ macro_rules! wgmma_entry {
         pub unsafe extern "ptx-kernel" fn $name(p: WgmmaParams) {
             let tmaps = param_address!($name);
             let tmap_b = tmaps + core::mem::size_of_val(&p.tmap_a) as u64;
-            unsafe { wgmma_kernel::spmm_wgmma::<dtype::$input, dtype::$output, $tile>(&p.base, tmaps, tmap_b) }
+            let tmap_c = tmap_b + core::mem::size_of_val(&p.tmap_b) as u64;
+            unsafe { wgmma_kernel::spmm_wgmma::<dtype::$input, dtype::$output, $tile>(&p.base, tmaps, tmap_b, tmap_c) }
         }
     };
 }

@@ -186,6 +186,12 @@ pub unsafe fn st_global_f32(p: *mut f32, v: f32) {
     unsafe { asm!("st.global.f32 [{0}], {1};", in(reg64) p, in(reg32) v, options(nostack)) };
 }
 
+/// 8-byte shared-memory store (`addr` 8-byte aligned).
+#[inline(always)]
+pub unsafe fn st_shared_v2_u32(addr: u32, a: u32, b: u32) {
+    unsafe { asm!("st.shared.v2.b32 [{0}], {{{1},{2}}};", in(reg32) addr, in(reg32) a, in(reg32) b, options(nostack)) };
+}
+
 /// 16-byte global store (`p` 16-byte aligned).
 #[inline(always)]
 pub unsafe fn st_global_v4_u32(p: *mut u32, v: [u32; 4]) {

@@ -94,3 +94,50 @@ pub fn set_max_nreg_consumer() {
     // SAFETY: as above.
     unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const blocksparse_abi::CONSUMER_REGS, options(nostack)) };
 }
+
+/// 2D TMA store of the shared-memory box at `src` to (`c0` innermost, `c1`) of the tensor map at
+/// generic address `tmap`, in the current bulk group (elements out of range are not written).
+#[inline(always)]
+pub unsafe fn tma_store_2d(tmap: u64, c0: u32, c1: u32, src: u32) {
+    unsafe {
+        asm!(
+            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{0}, {{{1}, {2}}}], [{3}];",
+            in(reg64) tmap, in(reg32) c0, in(reg32) c1, in(reg32) src, options(nostack)
+        );
+    }
+}
+
+/// Closes this thread's current bulk group (TMA stores issued since the last commit).
+#[inline(always)]
+pub fn bulk_commit() {
+    // SAFETY: bookkeeping of this thread's bulk groups.
+    unsafe { asm!("cp.async.bulk.commit_group;", options(nostack)) };
+}
+
+/// Waits until at most `N` of this thread's bulk groups still read their shared memory.
+#[inline(always)]
+pub fn bulk_wait_read<const N: u32>() {
+    // SAFETY: a wait.
+    unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
+}
+
+/// Waits until all of this thread's bulk groups have completed (their writes are done).
+#[inline(always)]
+pub fn bulk_wait_all() {
+    // SAFETY: a wait.
+    unsafe { asm!("cp.async.bulk.wait_group 0;", options(nostack)) };
+}
+
+/// Orders this thread's generic-proxy shared-memory writes before later async-proxy (TMA) reads.
+#[inline(always)]
+pub fn fence_proxy_async_smem() {
+    // SAFETY: a fence.
+    unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) };
+}
+
+/// Named barrier `id` over `threads` threads (id 0 is `__syncthreads`).
+#[inline(always)]
+pub fn named_barrier(id: u32, threads: u32) {
+    // SAFETY: all `threads` threads of the group execute it.
+    unsafe { asm!("bar.sync {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
+}

@@ -12,10 +12,10 @@
 //! `full[slot]` and issues the copies; consumers wait on `full[slot]`, run the stage's wgmma and,
 //! once the next stage's wgmma are in flight (`wait_group 1`), release the slot on `empty`.
 
-use blocksparse_abi::{NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem};
+use blocksparse_abi::{C_CHUNK_BYTES, NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem};
 
 use crate::dtype::{Output, WgInput};
-use crate::epilogue::{Dest, store_partial_pair, store_wg_fragment};
+use crate::epilogue::{CStage, Dest, store_partial_pair, store_wg_fragment, store_wg_fragment_tma};
 use crate::ptx::{block_idx, ld_global_nc_u32, smem_base, sync_threads, thread_idx};
 use crate::ptx_sm90::{
     fence_mbar_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, set_max_nreg_consumer,
@@ -58,8 +58,9 @@ impl Ring {
 #[derive(Clone, Copy)]
 struct Smem {
     a_ring: u32, // (stages, bm, WG_K)
-    b_ring: u32, // (stages, bn / 64, WG_K, 64)
-    bars: u32,   // full[stages], empty[stages]
+    b_ring: u32,  // (stages, bn / 64, WG_K, 64)
+    c_stage: u32, // (consumers, c_buffers, WG_M, 128 bytes)
+    bars: u32,    // full[stages], empty[stages]
     t: WgmmaTile,
 }
 
@@ -82,14 +83,20 @@ impl Smem {
     }
 }
 
-/// `tmap_a` / `tmap_b`: generic addresses of the tensor maps (kernel parameter memory).
+/// `tmap_a` / `tmap_b` / `tmap_c`: generic addresses of the tensor maps (kernel parameter memory).
 #[inline(always)]
-pub unsafe fn spmm_wgmma<I: WgInput, O: Output, const TILE: usize>(p: &SpmmParams, tmap_a: u64, tmap_b: u64) {
+pub unsafe fn spmm_wgmma<I: WgInput, O: Output, const TILE: usize>(p: &SpmmParams, tmap_a: u64, tmap_b: u64, tmap_c: u64) {
     let t = Cfg::<TILE>::T;
     let tid = thread_idx();
     let warpgroup = tid / 128;
     let base = (smem_base() + 1023) & !1023;
-    let sm = Smem { a_ring: base, b_ring: base + t.stages * t.a_stage_bytes(), bars: base + t.barrier_offset(), t };
+    let sm = Smem {
+        a_ring: base,
+        b_ring: base + t.stages * t.a_stage_bytes(),
+        c_stage: base + t.c_stage_offset(),
+        bars: base + t.barrier_offset(),
+        t,
+    };
     if tid == 0 {
         let mut s = 0;
         while s < t.stages {
@@ -110,7 +117,7 @@ pub unsafe fn spmm_wgmma<I: WgInput, O: Output, const TILE: usize>(p: &SpmmParam
         }
     } else {
         set_max_nreg_consumer();
-        unsafe { consume::<I, O>(p, sm, warpgroup - 1, tid % 128) };
+        unsafe { consume::<I, O>(p, sm, tmap_c, warpgroup - 1, tid % 128) };
     }
 }
 
@@ -224,7 +231,7 @@ unsafe fn produce(p: &SpmmParams, sm: Smem, tmap_a: u64, tmap_b: u64) {
 
 /// Compute + store stages of consumer warpgroup `c` (thread `lt` of 128 in it).
 #[inline(always)]
-unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u32) {
+unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, tmap_c: u64, c: u32, lt: u32) {
     let t = sm.t;
     let (wm, wn) = (c / t.wg_n, c % t.wg_n);
     // This warpgroup's operands inside a stage: A rows [64 wm, 64 wm + 64), B columns
@@ -233,6 +240,8 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u
     let b_off = wn * (WG_N / TMA_B_BOX_N) * B_BOX_BYTES;
     let bk_log2 = p.bk_log2;
     let dest = Dest { c: p.c, ldc: p.ldc, n: p.n, alpha: p.alpha, beta: p.beta };
+    // Named barriers 1 + c (0 is the block-wide one).
+    let stage = CStage { chunks: sm.c_stage + c * t.c_buffers * C_CHUNK_BYTES, barrier: 1 + c, tmap: tmap_c };
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
     let (mut idx, end) = unsafe { my_items(p) };
     // The next item's descriptor is loaded while the current one computes.
@@ -283,8 +292,13 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u
         let col0 = wn * WG_N + 2 * (l % 4);
         let n0 = item.n_tile * t.bn();
         if item.partial_slot == NO_SLOT {
-            let (grow0, gcol0) = (item.block_row * t.bm + row0, n0 + wn * WG_N);
-            unsafe { store_wg_fragment::<O, 128>(&dest, &acc, grow0, gcol0, l) };
+            if t.c_buffers > 0 {
+                let (grow0, gcol0) = (item.block_row * t.bm + wm * WG_M, n0 + wn * WG_N);
+                unsafe { store_wg_fragment_tma::<O, 128>(&dest, &stage, &acc, grow0, gcol0, lt) };
+            } else {
+                let (grow0, gcol0) = (item.block_row * t.bm + row0, n0 + wn * WG_N);
+                unsafe { store_wg_fragment::<O, 128>(&dest, &acc, grow0, gcol0, l) };
+            }
         } else {
             let tile = (p.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.bm * t.bn()) as usize);
             let mut i = 0;
@@ -294,5 +308,8 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, c: u32, lt: u
                 i += 2;
             }
         }
+    }
+    if t.c_buffers > 0 && lt == 0 {
+        stage.drain();
     }
 }

@@ -38,6 +38,10 @@ pub struct Args {
     /// f16 only), each on the cases whose block size matches its block height.
     #[arg(long, value_delimiter = ',')]
     tiles: Vec<usize>,
+    /// Also time the default kernel with these N-tile group sizes instead of the planner's
+    /// (how many B column strips it walks together; see `Context::plan_grouped`).
+    #[arg(long, value_delimiter = ',')]
+    groups: Vec<u32>,
     /// Also run PyTorch's BSR product (torch.sparse, Triton kernel) on the same cases, when
     /// python3 with torch is available.
     #[arg(long)]
@@ -123,7 +127,17 @@ fn dense_time<T: InputElement>(ctx: &Context, gemm: &DenseGemm, m: usize, n: usi
 }
 
 #[allow(clippy::too_many_arguments)]
-fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, tile: Option<usize>, reps: usize, rng: &mut TestRng) -> Result<(f64, usize, String), String> {
+/// Which plan a measurement uses.
+#[derive(Clone, Copy)]
+enum Choice {
+    Default,
+    /// A tuning tile (`MMA_TILES` index).
+    Tile(usize),
+    /// The default kernel with this N-tile group size.
+    Group(u32),
+}
+
+fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, choice: Choice, reps: usize, rng: &mut TestRng) -> Result<(f64, usize, String), String> {
     let e = |e: blocksparse::Error| e.to_string();
     let nnzb = mask.iter().filter(|&&x| x).count();
     let a = Bsr::from_block_mask(m, k, BlockShape::square(bs), mask, random_values::<T>(nnzb * bs * bs, rng)).map_err(e)?;
@@ -131,12 +145,16 @@ fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k
     let bsets: Vec<DeviceMatrix<T>> =
         (0..2).map(|_| ctx.upload_matrix(k, n, &random_values::<T>(k * n, rng))).collect::<Result<_, _>>().map_err(e)?;
     let mut cs: Vec<DeviceMatrix<T>> = (0..2).map(|_| ctx.zeros_matrix::<T>(m, n)).collect::<Result<_, _>>().map_err(e)?;
-    let plan = match tile {
-        None => ctx.plan(&a_dev, n),
-        Some(t) => ctx.plan_with_tile(&a_dev, n, t),
+    let plan = match choice {
+        Choice::Default => ctx.plan(&a_dev, n),
+        Choice::Tile(t) => ctx.plan_with_tile(&a_dev, n, t),
+        Choice::Group(g) => ctx.plan_grouped(&a_dev, n, Some(g)),
     }
     .map_err(e)?;
-    let kernel = format!("{:?}", plan.kernel());
+    let kernel = match choice {
+        Choice::Group(g) => format!("{:?}G{g}", plan.kernel()),
+        _ => format!("{:?}", plan.kernel()),
+    };
     let ms = time_ms(ctx, reps, |i| ctx.spmm(&plan, 1.0, &a_dev, &bsets[i % 2], 0.0, &mut cs[i % 2]).map_err(e))?;
     Ok((ms, nnzb, kernel))
 }
@@ -163,12 +181,17 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
             if args.skewed {
                 patterns.push(("skewed".to_string(), skewed_mask(br, bc, density, (br / 64).max(1), 0.5, rng)));
             }
-            let mut tiles = vec![None];
+            let mut tiles = vec![Choice::Default];
             if T::DTYPE == DType::F16 {
                 tiles.extend(
-                    args.tiles.iter().copied().filter(|&t| blocksparse::abi::MMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs)).map(Some),
+                    args.tiles
+                        .iter()
+                        .copied()
+                        .filter(|&t| blocksparse::abi::MMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs))
+                        .map(Choice::Tile),
                 );
             }
+            tiles.extend(args.groups.iter().map(|&g| Choice::Group(g)));
             for ((pattern, mask), tile) in patterns.iter().flat_map(|p| tiles.iter().map(move |&t| (p, t))) {
                 let (pattern, mask) = (pattern.clone(), mask);
                 let (ms, nnzb, kernel) = bsr_time::<T>(ctx, mask, m, n, k, bs, tile, args.reps, rng)?;
@@ -246,12 +269,12 @@ pub fn run(args: Args) -> Result<bool, String> {
     println!("bench: {} (cc {}.{}), module {:?}, median of {} runs, C in the input dtype", report.gpu, report.compute_capability.0, report.compute_capability.1, ctx.arch(), args.reps);
     println!("ratio: BSR effective TFLOP/s / dense cuBLAS TFLOP/s on MxNxK; eq-work: / dense on MxNxK_eff");
     println!(
-        "{:<5} {:>16} {:>5} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8}",
+        "{:<5} {:>16} {:>5} {:>11} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8}",
         "dtype", "MxNxK", "block", "kernel", "pattern", "density", "bsr ms", "bsr TF/s", "dense TF", "ratio", "K_eff", "eq-work", "speedup", "torch TF"
     );
     for r in &rows {
         println!(
-            "{:<5} {:>16} {:>5} {:>9} {:>8} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>7} {:>8.3} {:>6.2}x {:>8}",
+            "{:<5} {:>16} {:>5} {:>11} {:>8} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>7} {:>8.3} {:>6.2}x {:>8}",
             r.dtype,
             format!("{}x{}x{}", r.m, r.n, r.k),
             r.block,
