@@ -153,11 +153,13 @@ impl Context {
         self.upload_plan(a, n, PlanKernel::Mma(tile_index), tile, work)
     }
 
-    /// N tiles to walk together: as many B column strips (`K × bn` elements) as fit in a third
-    /// of L2, leaving the rest to A and to C on its way out.
+    /// N tiles to walk together: as many B column strips (`K × bn` elements) as fit in a sixth
+    /// of L2 — a third of one of the two L2 halves, each of which keeps its own copy of what
+    /// the SMs beside it read — leaving the rest to A and to C on its way out. (Measured on
+    /// H100, docs/perf-notes.md v9: a third of the whole L2 re-fetched B strips from DRAM.)
     fn tile_group<T: InputElement>(&self, a: &DeviceBsr<T>, tile: MmaTile) -> u32 {
         let strip = (a.ncols() as u64) * tile.bn as u64 * core::mem::size_of::<T>() as u64;
-        ((self.l2_bytes() as u64 / 3) / strip.max(1)).clamp(1, u32::MAX as u64) as u32
+        ((self.l2_bytes() as u64 / 6) / strip.max(1)).clamp(1, u32::MAX as u64) as u32
     }
 
     fn upload_plan<T: InputElement>(&self, a: &DeviceBsr<T>, n: usize, kernel: PlanKernel, tile: MmaTile, work: WorkList) -> Result<Plan> {
