@@ -11,6 +11,11 @@
 //! with the opposite parity (a fresh barrier passes at once), announces the stage's bytes on
 //! `full[slot]` and issues the copies; consumers wait on `full[slot]`, run the stage's wgmma and,
 //! once the next stage's wgmma are in flight (`wait_group 1`), release the slot on `empty`.
+//!
+//! Epilogue (per tile, `WgmmaTile::c_buffers`): with room beside the ring (bm = 128) C goes
+//! through swizzled shared-memory chunks and TMA stores that complete during the next item;
+//! otherwise (bm = 64) each lane writes 16-byte runs of C after a quad transpose (16-bit C) or
+//! its f32 pairs. Split-K items write f32 partial tiles for the fix-up kernel.
 
 use blocksparse_abi::{C_CHUNK_BYTES, NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem};
 
