@@ -121,7 +121,7 @@ impl Context {
         let tile = WGMMA_TILES[tile_index].as_mma_tile();
         // Persistent grid: one resident thread block per SM, items dealt out by the planner.
         let grid = self.sm_count();
-        let group = tile_group.unwrap_or_else(|| self.tile_group(a, tile)).max(1);
+        let group = self.tile_group(a, tile, tile_group);
         let mut work = plan_work(&a.pattern.row_ptr, n, tile, a.block().bk as u32, grid, group);
         schedule_persistent(&mut work, grid);
         self.upload_plan(a, n, PlanKernel::Wgmma(tile_index), tile, work)
@@ -148,7 +148,7 @@ impl Context {
             .occupancy_max_active_blocks_per_multiprocessor(tile.threads(), tile.smem_bytes() as usize, None)?
             .max(1);
         let resident = self.sm_count().saturating_mul(per_sm);
-        let group = tile_group.unwrap_or_else(|| self.tile_group(a, tile)).max(1);
+        let group = self.tile_group(a, tile, tile_group);
         let work = plan_work(&a.pattern.row_ptr, n, tile, block.bk as u32, resident, group);
         self.upload_plan(a, n, PlanKernel::Mma(tile_index), tile, work)
     }
@@ -157,7 +157,11 @@ impl Context {
     /// of L2 — a third of one of the two L2 halves, each of which keeps its own copy of what
     /// the SMs beside it read — leaving the rest to A and to C on its way out. (Measured on
     /// H100, docs/perf-notes.md v9: a third of the whole L2 re-fetched B strips from DRAM.)
-    fn tile_group<T: InputElement>(&self, a: &DeviceBsr<T>, tile: MmaTile) -> u32 {
+    /// `requested` (tuning) overrides it.
+    fn tile_group<T: InputElement>(&self, a: &DeviceBsr<T>, tile: MmaTile, requested: Option<u32>) -> u32 {
+        if let Some(g) = requested {
+            return g;
+        }
         let strip = (a.ncols() as u64) * tile.bn as u64 * core::mem::size_of::<T>() as u64;
         ((self.l2_bytes() as u64 / 6) / strip.max(1)).clamp(1, u32::MAX as u64) as u32
     }

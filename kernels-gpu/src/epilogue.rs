@@ -30,21 +30,9 @@ impl Dest {
             return;
         }
         let p = self.at::<O>(row, col);
-        let (mut r0, mut r1) = (self.alpha * v0, self.alpha * v1);
         unsafe {
-            if col + 1 < self.n {
-                if self.beta != 0.0 {
-                    let (c0, c1) = O::load2(p);
-                    r0 += self.beta * c0;
-                    r1 += self.beta * c1;
-                }
-                O::store2(p, r0, r1);
-            } else {
-                if self.beta != 0.0 {
-                    r0 += self.beta * O::load1(p);
-                }
-                O::store1(p, r0);
-            }
+            let (r0, r1) = self.scaled_pair::<O>(row, col, v0, v1);
+            if col + 1 < self.n { O::store2(p, r0, r1) } else { O::store1(p, r0) }
         }
     }
 
