@@ -294,6 +294,10 @@ pub struct WgmmaTile {
     /// `(WG_M, 128 bytes)` shared-memory chunks per consumer warpgroup and is written by TMA
     /// stores that overlap the next item's main loop (needs the shared memory beside the ring).
     pub c_buffers: u32,
+    /// Stages by which consumer warpgroup 1 trails consumer warpgroup 0 (0: in step). With a
+    /// lag, one warpgroup's epilogue runs while the other still has loaded stages to multiply,
+    /// so the tensor cores do not idle during stores. Needs two consumers and `skew < stages`.
+    pub skew: u32,
 }
 
 impl WgmmaTile {
@@ -343,6 +347,7 @@ impl WgmmaTile {
             && self.consumers() <= 2
             && self.stages >= 2
             && (self.c_buffers == 0 || self.c_buffers == 2)
+            && (self.skew == 0 || (self.consumers() == 2 && self.skew < self.stages))
             && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
@@ -363,8 +368,8 @@ pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 /// The Hopper kernel's tiles, indexed like [`WGMMA_BLOCK_SIZES`].
 /// (bm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
 pub const WGMMA_TILES: [WgmmaTile; 2] = [
-    WgmmaTile { bm: 64, wg_n: 2, stages: 3, c_buffers: 0 },
-    WgmmaTile { bm: 128, wg_n: 1, stages: 4, c_buffers: 2 },
+    WgmmaTile { bm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0 },
+    WgmmaTile { bm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1 },
 ];
 
 /// One C staging chunk: `(WG_M, 128 bytes)`, i.e. 64 columns of a 16-bit C or 32 of f32, in

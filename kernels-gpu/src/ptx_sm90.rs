@@ -141,3 +141,10 @@ pub fn named_barrier(id: u32, threads: u32) {
     // SAFETY: all `threads` threads of the group execute it.
     unsafe { asm!("bar.sync {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
 }
+
+/// Arrives on named barrier `id` (counted over `threads` threads) without waiting for it.
+#[inline(always)]
+pub fn named_barrier_arrive(id: u32, threads: u32) {
+    // SAFETY: the matching `bar.sync` side counts these threads in `threads`.
+    unsafe { asm!("bar.arrive {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
+}

@@ -12,6 +12,10 @@
 //! `full[slot]` and issues the copies; consumers wait on `full[slot]`, run the stage's wgmma and,
 //! once the next stage's wgmma are in flight (`wait_group 1`), release the slot on `empty`.
 //!
+//! With `WgmmaTile::skew`, consumer 1 runs a fixed number of stages behind consumer 0, so that
+//! the two warpgroups reach their epilogues at different times and one keeps the tensor cores
+//! busy while the other stores.
+//!
 //! Epilogue (per tile, `WgmmaTile::c_buffers`): with room beside the ring (bm = 128) C goes
 //! through swizzled shared-memory chunks and TMA stores that complete during the next item;
 //! otherwise (bm = 64) each lane writes 16-byte runs of C after a quad transpose (16-bit C) or
@@ -22,6 +26,7 @@ use blocksparse_abi::{C_CHUNK_BYTES, NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_
 use crate::dtype::{Output, WgInput};
 use crate::epilogue::{CStage, Dest, store_partial_pair, store_wg_fragment, store_wg_fragment_tma};
 use crate::ptx::{block_idx, ld_global_nc_u32, smem_base, sync_threads, thread_idx};
+use crate::ptx_sm90::{named_barrier, named_barrier_arrive};
 use crate::ptx_sm90::{
     fence_mbar_init, mbar_arrive, mbar_arrive_expect_tx, mbar_init, mbar_wait, set_max_nreg_consumer,
     set_max_nreg_producer, sw128_desc, tma_load_2d, wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
@@ -32,6 +37,10 @@ struct Cfg<const TILE: usize>;
 impl<const TILE: usize> Cfg<TILE> {
     const T: WgmmaTile = WGMMA_TILES[TILE];
 }
+
+/// Named barrier that starts consumer 1 `skew` stages after consumer 0 (0 is the block-wide
+/// barrier, `1 + c` the epilogue barrier of consumer `c`).
+const SKEW_BARRIER: u32 = 3;
 
 /// Bytes of one 128-byte-swizzled row (64 f16/bf16) and of one 8-row swizzle atom.
 const ROW_BYTES: u32 = 128;
@@ -247,6 +256,14 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, tmap_c: u64, 
     let dest = Dest { c: p.c, ldc: p.ldc, n: p.n, alpha: p.alpha, beta: p.beta };
     // Named barriers 1 + c (0 is the block-wide one).
     let stage = CStage { chunks: sm.c_stage + c * t.c_buffers * C_CHUNK_BYTES, barrier: 1 + c, tmap: tmap_c };
+    // Lag of warpgroup 1 behind warpgroup 0 (`WgmmaTile::skew`): warpgroup 1 starts once
+    // warpgroup 0 has multiplied `skew` stages (or all of its stages, if fewer). Both walk the
+    // same stages, so the lag then persists: each one's epilogue overlaps the other's wgmma.
+    let mut skew_owed = t.skew > 0 && c == 0;
+    if t.skew > 0 && c == 1 {
+        named_barrier(SKEW_BARRIER, 256);
+    }
+    let mut stages_done = 0u32;
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
     let (mut idx, end) = unsafe { my_items(p) };
     // The next item's descriptor is loaded while the current one computes.
@@ -284,6 +301,11 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, tmap_c: u64, 
             prev = ring.slot;
             ring.advance();
             kt += 1;
+            stages_done += 1;
+            if skew_owed && stages_done == t.skew {
+                named_barrier_arrive(SKEW_BARRIER, 256);
+                skew_owed = false;
+            }
         }
         wgmma_wait0(&mut acc);
         if prev != NO_SLOT && lt == 0 {
@@ -313,6 +335,9 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, tmap_c: u64, 
                 i += 2;
             }
         }
+    }
+    if skew_owed {
+        named_barrier_arrive(SKEW_BARRIER, 256);
     }
     if t.c_buffers > 0 && lt == 0 {
         stage.drain();
