@@ -10,8 +10,9 @@
 //!   bitwise-reproducible results);
 //! - orders the items longest-first where lengths differ a lot (so a few long rows start early
 //!   instead of finishing last), and otherwise in groups of `tile_group` N tiles walked row by
-//!   row: the thread blocks resident at one time share the same columns of B in L2, and each
-//!   block row of A is fetched from DRAM once per group instead of once per N tile.
+//!   row, every other group backwards: the thread blocks resident at one time share the same
+//!   columns of B in L2, each block row of A is fetched from DRAM at most once per group instead
+//!   of once per N tile, and a group starts on the A rows its predecessor left in L2.
 
 use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_SLOT, SplitGroup, WorkItem};
 
@@ -56,8 +57,14 @@ pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u3
     let mut groups = Vec::new();
     let mut n_slots = 0u32;
     let tile_group = tile_group.clamp(1, n_tiles);
-    let cells = (0..n_tiles).step_by(tile_group as usize).flat_map(|g0| {
-        (0..block_rows).flat_map(move |r| (g0..(g0 + tile_group).min(n_tiles)).map(move |t| (r, t)))
+    // Odd groups walk the block rows backwards: a group then starts on the rows of A that the
+    // previous one read last, which are the ones most likely still in L2 (walking forwards
+    // again would reuse A in the order that an LRU cache evicts it).
+    let cells = (0..n_tiles).step_by(tile_group as usize).enumerate().flat_map(|(g, g0)| {
+        (0..block_rows).flat_map(move |i| {
+            let r = if g % 2 == 0 { i } else { block_rows - 1 - i };
+            (g0..(g0 + tile_group).min(n_tiles)).map(move |t| (r, t))
+        })
     });
     for (r, t) in cells {
         {
@@ -246,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn uniform_rows_keep_n_tile_major_order() {
+    fn uniform_rows_walk_groups_in_alternating_row_order() {
         let tile = MMA_TILES[2];
         let rp = row_ptr_from_lens(&vec![16; 128]);
         let w = plan_work(&rp, 8192, tile, 64, 264, 1);
@@ -254,14 +261,17 @@ mod tests {
         assert_eq!(w.items.len(), 128 * 32);
         for (i, it) in w.items.iter().enumerate() {
             assert_eq!(it.n_tile as usize, i / 128);
-            assert_eq!(it.block_row as usize, i % 128);
+            let k = i % 128;
+            assert_eq!(it.block_row as usize, if (i / 128) % 2 == 0 { k } else { 127 - k });
         }
-        // Groups of 3 N tiles (32 = 10 × 3 + 2): row by row within each group.
+        // Groups of 3 N tiles (32 = 10 × 3 + 2): row by row within each group, odd groups
+        // from the last row up.
         let w = plan_work(&rp, 8192, tile, 64, 264, 3);
         check_cover(&rp, 8192, tile, &w);
         let mut i = 0;
-        for g0 in (0..32).step_by(3) {
-            for r in 0..128 {
+        for (g, g0) in (0..32).step_by(3).enumerate() {
+            for k in 0..128 {
+                let r = if g % 2 == 0 { k } else { 127 - k };
                 for t in g0..(g0 + 3).min(32) {
                     assert_eq!((w.items[i].block_row as usize, w.items[i].n_tile as usize), (r, t));
                     i += 1;
