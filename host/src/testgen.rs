@@ -93,6 +93,49 @@ pub fn skewed_mask(
     mask
 }
 
+/// Blocks per row of a structured mask: `round(density · block_cols)`, at least 1 (for a
+/// nonzero density) and at most `block_cols`.
+fn row_width(block_cols: usize, density: f64) -> usize {
+    let d = clamp01(density);
+    if d == 0.0 { 0 } else { ((d * block_cols as f64).round() as usize).clamp(1, block_cols) }
+}
+
+/// A row-major `block_rows x block_cols` banded block mask (sliding-window attention): block
+/// row `r` holds `w = round(density · block_cols)` consecutive block columns centred on its
+/// diagonal column `r · block_cols / block_rows`, wrapping around at the edges, so that every
+/// row holds exactly `w` blocks. Neighbouring rows share all but one of their columns.
+pub fn banded_mask(block_rows: usize, block_cols: usize, density: f64) -> Vec<bool> {
+    let w = row_width(block_cols, density);
+    let mut mask = vec![false; block_rows * block_cols];
+    for r in 0..block_rows {
+        let diag = r * block_cols / block_rows.max(1);
+        let start = (diag + block_cols - w / 2) % block_cols.max(1);
+        for j in 0..w {
+            mask[r * block_cols + (start + j) % block_cols] = true;
+        }
+    }
+    mask
+}
+
+/// A row-major `block_rows x block_cols` block-diagonal mask (experts, heads): the block rows
+/// fall into `block_cols / w` equal groups (`w = round(density · block_cols)`), and every row
+/// of group `g` holds the same `w` block columns `g·w .. g·w + w`.
+pub fn block_diagonal_mask(block_rows: usize, block_cols: usize, density: f64) -> Vec<bool> {
+    let w = row_width(block_cols, density);
+    let mut mask = vec![false; block_rows * block_cols];
+    if w == 0 {
+        return mask;
+    }
+    let groups = (block_cols / w).max(1);
+    for r in 0..block_rows {
+        let g = r * groups / block_rows;
+        for c in g * w..(g * w + w).min(block_cols) {
+            mask[r * block_cols + c] = true;
+        }
+    }
+    mask
+}
+
 /// `len` values uniform in `[-1, 1]`, none of them zero after rounding to `T` (a value that
 /// rounds to zero is drawn again), so every stored block really is non-zero.
 pub fn random_values<T: Element>(len: usize, rng: &mut impl Rng) -> Vec<T> {
@@ -157,6 +200,31 @@ mod tests {
         assert!(random_mask(7, 9, 1.0, &mut rng).iter().all(|&x| x));
         assert!(random_mask(7, 9, f64::NAN, &mut rng).iter().all(|&x| !x));
         assert_eq!(random_mask(7, 9, 0.5, &mut rng).len(), 63);
+    }
+
+    #[test]
+    fn structured_masks_have_their_shape() {
+        for (r, c, d) in [(128usize, 128usize, 0.125f64), (64, 128, 0.25), (17, 33, 0.5), (8, 8, 1.0), (5, 7, 0.01), (6, 6, 0.0)] {
+            let w = row_width(c, d);
+            let band = banded_mask(r, c, d);
+            let diag = block_diagonal_mask(r, c, d);
+            for row in 0..r {
+                let cols = |m: &[bool]| (0..c).filter(|&j| m[row * c + j]).collect::<Vec<_>>();
+                let b = cols(&band);
+                assert_eq!(b.len(), w, "band row {row} of {r}x{c} at {d}");
+                // Consecutive modulo c: at most one wrap-around gap.
+                let gaps = (0..b.len()).filter(|&i| (b[i] + 1) % c != b[(i + 1) % b.len()]).count();
+                assert!(w == 0 || w == c || gaps == 1, "band row {row} is not one run: {b:?}");
+                let g = cols(&diag);
+                assert!(g.len() <= w && (w == 0 || !g.is_empty()), "diag row {row}: {g:?}");
+                assert!(g.windows(2).all(|p| p[1] == p[0] + 1), "diag row {row} is not one run: {g:?}");
+            }
+        }
+        // 128x128 at 1/8: 8 groups of 16 rows, each on its own 16 columns.
+        let diag = block_diagonal_mask(128, 128, 0.125);
+        for row in 0..128 {
+            assert_eq!((0..128).filter(|&j| diag[row * 128 + j]).collect::<Vec<_>>(), ((row / 16) * 16..(row / 16) * 16 + 16).collect::<Vec<_>>());
+        }
     }
 
     #[test]

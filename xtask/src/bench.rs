@@ -5,7 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use blocksparse::dense::DenseGemm;
-use blocksparse::testgen::{exact_mask, random_values, seeded_rng, skewed_mask, TestRng};
+use blocksparse::testgen::{banded_mask, block_diagonal_mask, exact_mask, random_values, seeded_rng, skewed_mask, TestRng};
 use blocksparse::{BlockShape, Bsr, Context, DType, DeviceMatrix, InputElement, KernelPath};
 use half::{bf16, f16};
 use rand::Rng;
@@ -34,6 +34,11 @@ pub struct Args {
     /// Also time a skewed pattern (a few block rows hold half the blocks) for each case.
     #[arg(long)]
     skewed: bool,
+    /// Also time structured patterns of the same density for each case: banded (sliding-window
+    /// attention: each row's blocks around its diagonal) and block-diagonal (groups of rows on
+    /// the same columns, as experts or heads).
+    #[arg(long)]
+    structured: bool,
     /// Also time these tuning tile configurations (indices into blocksparse::abi::MMA_TILES;
     /// f16 only), each on the cases whose block size matches its block height.
     #[arg(long, value_delimiter = ',')]
@@ -180,6 +185,10 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, r
             let mut patterns = vec![("uniform".to_string(), exact_mask(br, bc, density, rng))];
             if args.skewed {
                 patterns.push(("skewed".to_string(), skewed_mask(br, bc, density, (br / 64).max(1), 0.5, rng)));
+            }
+            if args.structured {
+                patterns.push(("banded".to_string(), banded_mask(br, bc, density)));
+                patterns.push(("blockdiag".to_string(), block_diagonal_mask(br, bc, density)));
             }
             let mut tiles = vec![Choice::Default];
             if T::DTYPE == DType::F16 {

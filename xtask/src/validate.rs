@@ -3,7 +3,7 @@
 //! the f64 CPU reference.
 
 use blocksparse::reference::{rel_error, spmm_reference};
-use blocksparse::testgen::{random_mask, random_values, seeded_rng, skewed_mask, TestRng};
+use blocksparse::testgen::{banded_mask, block_diagonal_mask, random_mask, random_values, seeded_rng, skewed_mask, TestRng};
 use blocksparse::{BlockShape, Bsr, Context, DType, Element, InputElement, KernelPath};
 use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -34,6 +34,10 @@ enum Pattern {
     OneRow,
     /// Exactly one nonzero block.
     OneBlock,
+    /// Sliding-window band of this density around the diagonal (`testgen::banded_mask`).
+    Banded(f64),
+    /// Groups of rows on the same columns (`testgen::block_diagonal_mask`).
+    BlockDiagonal(f64),
 }
 
 #[derive(Clone, Debug)]
@@ -80,6 +84,9 @@ fn cases() -> Vec<Case> {
     push(2048, 2048, 512, 64, 64, F16, F16, Pattern::Skewed(0.125, 4, 0.5), 1.0, 0.0);
     push(2048, 4096, 96, 16, 16, F16, F32, Pattern::Skewed(0.05, 2, 0.7), 1.0, 0.5);
     push(1024, 8192, 64, 128, 128, Bf16, Bf16, Pattern::Skewed(0.25, 1, 0.5), -1.0, 0.0);
+    // Structured masks: neighbouring rows share their columns.
+    push(2048, 2048, 300, 64, 64, F16, F16, Pattern::Banded(0.125), 1.0, 0.0);
+    push(1024, 2048, 256, 128, 128, Bf16, F32, Pattern::BlockDiagonal(0.25), 1.0, 0.5);
     // Tiny and degenerate shapes.
     for bs in [16, 32, 64, 128] {
         push(bs, bs, 1, bs, bs, F16, F32, Pattern::Uniform(1.0), 1.0, 0.0);
@@ -120,6 +127,8 @@ fn make_mask(c: &Case, rng: &mut TestRng) -> Vec<bool> {
     match c.pattern {
         Pattern::Uniform(d) => random_mask(br, bc, d, rng),
         Pattern::Skewed(d, rows, share) => skewed_mask(br, bc, d, rows, share, rng),
+        Pattern::Banded(d) => banded_mask(br, bc, d),
+        Pattern::BlockDiagonal(d) => block_diagonal_mask(br, bc, d),
         Pattern::OneRow => {
             let row = rng.random_range(0..br);
             (0..br * bc).map(|i| i / bc == row).collect()
