@@ -26,9 +26,9 @@ use blocksparse::abi::MMA_TILES;
 use blocksparse::dense::DenseGemm;
 use blocksparse::plan::plan_work;
 use blocksparse::reference::spmm_reference;
-use blocksparse::testgen::random_values;
+use blocksparse::testgen::{random_mask, random_values};
 use blocksparse_benches::{
-    DenseCase, EventTimer, Operands, SpmmCase, bench_mode, count, dense_flops, mask, open_gpu, random_bsr, rng,
+    DenseCase, EventTimer, Operands, SpmmCase, bench_mode, count, dense_flops, open_gpu, random_bsr, rng,
     row_ptr_from_mask, spmm_flops, PLAN_RESIDENT,
 };
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -50,7 +50,7 @@ fn bench_plan(c: &mut Criterion) {
     let tile = MMA_TILES[2];
     assert_eq!(tile.bm as usize, bs, "MMA_TILES[2] is the default tile of 64-row blocks");
     let blocks = dim / bs;
-    let row_ptr = row_ptr_from_mask(&mask(blocks, blocks, density, &mut rng(streams::PLAN)), blocks);
+    let row_ptr = row_ptr_from_mask(&random_mask(blocks, blocks, density, &mut rng(streams::PLAN)), blocks);
 
     let mut g = c.benchmark_group("plan");
     for n in [8192usize, 64] {
@@ -110,7 +110,7 @@ fn bench_gpu(c: &mut Criterion) {
     g.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
 
     for bs in [32usize, 64, 128] {
-        let pattern = mask(m / bs, k / bs, density, &mut rng(streams::GPU_MASK + bs as u64));
+        let pattern = random_mask(m / bs, k / bs, density, &mut rng(streams::GPU_MASK + bs as u64));
         g.throughput(Throughput::Elements(spmm_flops(count(&pattern), BlockShape::square(bs), n)));
         // Values, upload and plan on first use (dropped after this benchmark).
         let mut case: Option<SpmmCase> = None;

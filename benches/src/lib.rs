@@ -29,11 +29,6 @@ pub fn bench_mode() -> bool {
     args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test")
 }
 
-/// A random row-major `block_rows x block_cols` block mask of the given density, from `rng`.
-pub fn mask(block_rows: usize, block_cols: usize, density: f64, rng: &mut TestRng) -> Vec<bool> {
-    random_mask(block_rows, block_cols, density, rng)
-}
-
 /// The BSR `row_ptr` (length `block_rows + 1`) of a row-major block mask with `block_cols`
 /// columns: all the host-only planner needs.
 pub fn row_ptr_from_mask(mask: &[bool], block_cols: usize) -> Vec<u32> {
@@ -61,7 +56,7 @@ pub fn bsr_from_mask<T: blocksparse::Element>(m: usize, k: usize, bs: usize, mas
 
 /// A random `m x k` BSR matrix of `bs x bs` blocks at the given block density.
 pub fn random_bsr<T: blocksparse::Element>(m: usize, k: usize, bs: usize, density: f64, rng: &mut TestRng) -> Result<Bsr<T>> {
-    let mask = mask(m / bs, k / bs, density, rng);
+    let mask = random_mask(m / bs, k / bs, density, rng);
     bsr_from_mask(m, k, bs, &mask, rng)
 }
 
@@ -202,7 +197,7 @@ mod tests {
         let mut r1 = rng(7);
         let a = random_bsr::<f16>(512, 512, 64, 0.25, &mut r1).unwrap();
         let mut r2 = rng(7);
-        let rp = row_ptr_from_mask(&mask(8, 8, 0.25, &mut r2), 8);
+        let rp = row_ptr_from_mask(&random_mask(8, 8, 0.25, &mut r2), 8);
         assert_eq!(a.row_ptr(), &rp[..]);
         assert_eq!(spmm_flops(a.nnzb(), a.block(), 64), 2 * a.nnzb() as u64 * 64 * 64 * 64);
         assert_eq!(dense_flops(8192, 8192, 8192), 2 << 39);

@@ -67,23 +67,21 @@ pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u3
         })
     });
     for (r, t) in cells {
-        {
-            let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
-            let len = end - begin;
-            if len <= split_limit {
-                items.push(WorkItem { block_row: r as u32, n_tile: t, blk_begin: begin, blk_end: end, partial_slot: NO_SLOT });
-                continue;
-            }
-            let chunks = len.div_ceil(split_limit);
-            groups.push(SplitGroup { block_row: r as u32, n_tile: t, first_slot: n_slots, n_slots: chunks });
-            for c in 0..chunks {
-                // Near-equal chunks: chunk c covers [len*c/chunks, len*(c+1)/chunks).
-                let lo = begin + (len as u64 * c as u64 / chunks as u64) as u32;
-                let hi = begin + (len as u64 * (c + 1) as u64 / chunks as u64) as u32;
-                items.push(WorkItem { block_row: r as u32, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c });
-            }
-            n_slots += chunks;
+        let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
+        let len = end - begin;
+        if len <= split_limit {
+            items.push(WorkItem { block_row: r as u32, n_tile: t, blk_begin: begin, blk_end: end, partial_slot: NO_SLOT });
+            continue;
         }
+        let chunks = len.div_ceil(split_limit);
+        groups.push(SplitGroup { block_row: r as u32, n_tile: t, first_slot: n_slots, n_slots: chunks });
+        for c in 0..chunks {
+            // Near-equal chunks: chunk c covers [len*c/chunks, len*(c+1)/chunks).
+            let lo = begin + (len as u64 * c as u64 / chunks as u64) as u32;
+            let hi = begin + (len as u64 * (c + 1) as u64 / chunks as u64) as u32;
+            items.push(WorkItem { block_row: r as u32, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c });
+        }
+        n_slots += chunks;
     }
 
     // Longest-first for the items far above the mean; the stable sort keeps the grouped order
@@ -106,7 +104,7 @@ fn item_cost(i: &WorkItem) -> u64 {
 }
 
 /// Assigns the items of `work` to a persistent grid of `grid` thread blocks: each item, in the
-/// planned order (longest first, then N-tile-major), goes to the least-loaded block (ties: the
+/// planned order (longest first, then the N-tile groups), goes to the least-loaded block (ties: the
 /// lowest index). That is LPT list scheduling for the long items, and for the uniform rest it
 /// deals items out in order, so the blocks resident at one time still share columns of B.
 /// Reorders `items` block by block and fills `schedule`.

@@ -248,10 +248,10 @@ impl Context {
                 let tmap_a = encode_tmap_2d::<T>(
                     params.a_values,
                     [block.bk as u64, (nnzb * block.bm) as u64],
-                    (block.bk * 2) as u64,
+                    (block.bk * std::mem::size_of::<T>()) as u64,
                     [WG_K, wt.bm],
                 )?;
-                let tmap_b = encode_tmap_2d::<T>(params.b, [n as u64, k as u64], (b.ld() * 2) as u64, [TMA_B_BOX_N, WG_K])?;
+                let tmap_b = encode_tmap_2d::<T>(params.b, [n as u64, k as u64], (b.ld() * std::mem::size_of::<T>()) as u64, [TMA_B_BOX_N, WG_K])?;
                 let tmap_c = if wt.c_buffers > 0 {
                     let elem = std::mem::size_of::<O>();
                     encode_tmap_2d::<O>(params.c, [n as u64, m as u64], (c.ld() * elem) as u64, [(128 / elem) as u32, WG_M])?

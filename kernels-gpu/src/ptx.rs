@@ -261,4 +261,3 @@ pub fn trap() -> ! {
     // SAFETY: ends the thread.
     unsafe { asm!("trap;", options(noreturn, nostack)) }
 }
-

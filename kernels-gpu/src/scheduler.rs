@@ -1,5 +1,6 @@
 //! Which work a thread block does: the host plan's [`WorkItem`]s, in the order the planner chose
-//! (longest items first, then N tiles in L2-sized groups walked row by row). The portable kernel
+//! (longest items first, then N tiles in L2-sized groups walked row by row, every other group
+//! backwards). The portable kernel
 //! runs item `blockIdx.x`; the persistent Hopper kernel runs the range the planner dealt it.
 
 use blocksparse_abi::WorkItem;

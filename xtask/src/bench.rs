@@ -131,7 +131,6 @@ fn dense_time<T: InputElement>(ctx: &Context, gemm: &DenseGemm, m: usize, n: usi
     Ok(ms)
 }
 
-#[allow(clippy::too_many_arguments)]
 /// Which plan a measurement uses.
 #[derive(Clone, Copy)]
 enum Choice {
@@ -142,6 +141,7 @@ enum Choice {
     Group(u32),
 }
 
+#[allow(clippy::too_many_arguments)]
 fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, choice: Choice, reps: usize, rng: &mut TestRng) -> Result<(f64, usize, String), String> {
     let e = |e: blocksparse::Error| e.to_string();
     let nnzb = mask.iter().filter(|&&x| x).count();
