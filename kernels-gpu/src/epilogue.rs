@@ -74,6 +74,25 @@ pub unsafe fn store_partial_pair(tile: *mut f32, bn: u32, row: u32, col: u32, v0
     unsafe { st_global_f32x2(tile.wrapping_add((row * bn + col) as usize), v0, v1) }
 }
 
+/// Offsets from a thread's first row and column of its wgmma accumulator pair `i` (`i` even):
+/// row `8·((i>>1)&1)`, column `8·(i>>2)` (the pair's two columns are adjacent).
+#[inline(always)]
+fn wg_pair_offset(i: usize) -> (u32, u32) {
+    (8 * ((i as u32 >> 1) & 1), 8 * (i as u32 >> 2))
+}
+
+/// Writes one warpgroup's wgmma accumulator fragment (layout as in [`store_wg_fragment`]),
+/// unscaled, into a `(bm, bn)` split-K partial tile; `row0` / `col0` as there, in the tile.
+#[inline(always)]
+pub unsafe fn store_wg_partial<const N_REGS: usize>(tile: *mut f32, bn: u32, acc: &[f32; N_REGS], row0: u32, col0: u32) {
+    let mut i = 0;
+    while i < N_REGS {
+        let (dr, dc) = wg_pair_offset(i);
+        unsafe { store_partial_pair(tile, bn, row0 + dr, col0 + dc, acc[i], acc[i + 1]) };
+        i += 2;
+    }
+}
+
 /// Writes one warpgroup's `(64, 8·G)` wgmma accumulator fragment (`G` column groups of 8) to C.
 /// Register `i` of thread (warp `w`, lane `l`) holds row `16w + l/4 + 8·((i>>1)&1)`, column
 /// `8·(i>>2) + 2·(l%4) + (i&1)`; `row0` is this thread's first row in C and `col0` the C column
@@ -91,8 +110,8 @@ pub unsafe fn store_wg_fragment<O: Output, const N_REGS: usize>(d: &Dest, acc: &
             let col0 = col0 + 2 * q;
             let mut i = 0;
             while i < N_REGS {
-                let (r, col) = (row0 + 8 * ((i as u32 >> 1) & 1), col0 + 8 * (i as u32 >> 2));
-                unsafe { d.store_pair::<O>(r, col, acc[i], acc[i + 1]) };
+                let (dr, dc) = wg_pair_offset(i);
+                unsafe { d.store_pair::<O>(row0 + dr, col0 + dc, acc[i], acc[i + 1]) };
                 i += 2;
             }
         }

@@ -24,7 +24,7 @@
 use blocksparse_abi::{C_CHUNK_BYTES, NO_SLOT, SpmmParams, TMA_B_BOX_N, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem};
 
 use crate::dtype::{Output, WgInput};
-use crate::epilogue::{CStage, Dest, store_partial_pair, store_wg_fragment, store_wg_fragment_tma};
+use crate::epilogue::{CStage, Dest, store_wg_fragment, store_wg_fragment_tma, store_wg_partial};
 use crate::ptx::{block_idx, ld_global_nc_u32, smem_base, sync_threads, thread_idx};
 use crate::ptx_sm90::{named_barrier, named_barrier_arrive};
 use crate::ptx_sm90::{
@@ -259,11 +259,11 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, tmap_c: u64, 
     // Lag of warpgroup 1 behind warpgroup 0 (`WgmmaTile::skew`): warpgroup 1 starts once
     // warpgroup 0 has multiplied `skew` stages (or all of its stages, if fewer). Both walk the
     // same stages, so the lag then persists: each one's epilogue overlaps the other's wgmma.
-    let mut skew_owed = t.skew > 0 && c == 0;
+    // Stages warpgroup 0 still owes before it lets warpgroup 1 start.
+    let mut skew_left = if c == 0 { t.skew } else { 0 };
     if t.skew > 0 && c == 1 {
         named_barrier(SKEW_BARRIER, 256);
     }
-    let mut stages_done = 0u32;
     let mut ring = Ring { slot: 0, phase: 0, stages: t.stages };
     let (mut idx, end) = unsafe { my_items(p) };
     // The next item's descriptor is loaded while the current one computes.
@@ -301,10 +301,11 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, tmap_c: u64, 
             prev = ring.slot;
             ring.advance();
             kt += 1;
-            stages_done += 1;
-            if skew_owed && stages_done == t.skew {
-                named_barrier_arrive(SKEW_BARRIER, 256);
-                skew_owed = false;
+            if skew_left > 0 {
+                skew_left -= 1;
+                if skew_left == 0 {
+                    named_barrier_arrive(SKEW_BARRIER, 256);
+                }
             }
         }
         wgmma_wait0(&mut acc);
@@ -328,15 +329,10 @@ unsafe fn consume<I: WgInput, O: Output>(p: &SpmmParams, sm: Smem, tmap_c: u64, 
             }
         } else {
             let tile = (p.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.bm * t.bn()) as usize);
-            let mut i = 0;
-            while i < 128 {
-                let (r, col) = (row0 + 8 * ((i as u32 >> 1) & 1), col0 + 8 * (i as u32 >> 2));
-                unsafe { store_partial_pair(tile, t.bn(), r, col, acc[i], acc[i + 1]) };
-                i += 2;
-            }
+            unsafe { store_wg_partial(tile, t.bn(), &acc, row0, col0) };
         }
     }
-    if skew_owed {
+    if skew_left > 0 {
         named_barrier_arrive(SKEW_BARRIER, 256);
     }
     if t.c_buffers > 0 && lt == 0 {
