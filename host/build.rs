@@ -8,8 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// (architecture, output file stem).
-const ARCHES: [(&str, &str); 2] = [("sm_80", "kernels_sm80"), ("sm_90a", "kernels_sm90a")];
+/// (architecture, output file stem, PTX ISA feature): sm_80 is raised to PTX 7.8 for
+/// `movmatrix`; sm_90a's default (8.0) has it.
+const ARCHES: [(&str, &str, Option<&str>); 2] = [("sm_80", "kernels_sm80", Some("+ptx78")), ("sm_90a", "kernels_sm90a", None)];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -21,19 +22,22 @@ fn main() {
     }
     // A separate target dir: the outer build holds the lock on its own.
     let target_dir = out_dir.join("nvptx-target");
-    for (arch, stem) in ARCHES {
-        let ptx = fix_hopper_entries(build_ptx(&kernels, &target_dir, arch));
+    for (arch, stem, ptx_isa) in ARCHES {
+        let ptx = fix_hopper_entries(build_ptx(&kernels, &target_dir, arch, ptx_isa));
         std::fs::write(out_dir.join(format!("{stem}.ptx")), ptx).expect("write PTX to OUT_DIR");
     }
 }
 
-/// What rustc cannot express for the Hopper kernels, written into their entry headers:
-/// - the parameter block holds TMA tensor maps, which must be 64-byte aligned (a Rust type of
-///   that alignment cannot be passed by value to an nvptx kernel);
-/// - `.maxntid` (rustc has no launch-bounds attribute): the register cap `setmaxnreg` needs.
+/// What rustc cannot express, written into the entry headers (rustc has no launch-bounds
+/// attribute):
+/// - Hopper kernels: the parameter block holds TMA tensor maps, which must be 64-byte aligned
+///   (a Rust type of that alignment cannot be passed by value to an nvptx kernel); `.maxntid`,
+///   the register cap `setmaxnreg` needs;
+/// - portable kernels: `.maxntid` and `.minnctapersm` (`MmaTile::blocks_per_sm`), which hold
+///   the registers to what that many resident blocks allow.
 fn fix_hopper_entries(mut ptx: String) -> String {
     macro_rules! fix {
-        ($name:ident, $input:ident, $tile:literal, $output:ident) => {
+        ($name:ident, $op:ident, Hopper, $input:ident, $tile:literal, $output:ident) => {
             let name = stringify!($name);
             let threads = blocksparse_abi::WGMMA_TILES[$tile].threads();
             let param = format!(".param .align 8 .b8 {name}_param_0[");
@@ -43,12 +47,22 @@ fn fix_hopper_entries(mut ptx: String) -> String {
                 ptx.insert_str(close + 1, &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm 1"));
             }
         };
+        ($name:ident, Fixup, Portable, $input:ident, $tile:literal, $output:ident) => {};
+        ($name:ident, $op:ident, Portable, $input:ident, $tile:literal, $output:ident) => {
+            let name = stringify!($name);
+            let t = blocksparse_abi::MMA_TILES[$tile];
+            let param = format!(".param .align 8 .b8 {name}_param_0[");
+            if let Some(at) = ptx.find(&param) {
+                let close = at + ptx[at..].find(')').expect("entry parameter list closes");
+                ptx.insert_str(close + 1, &format!("\n.maxntid {}, 1, 1\n.minnctapersm {}", t.threads(), t.blocks_per_sm));
+            }
+        };
     }
-    blocksparse_abi::for_each_wgmma_kernel!(fix);
+    blocksparse_abi::for_each_kernel!(fix);
     ptx
 }
 
-fn build_ptx(kernels: &Path, target_dir: &Path, arch: &str) -> String {
+fn build_ptx(kernels: &Path, target_dir: &Path, arch: &str, ptx_isa: Option<&str>) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(kernels)
@@ -69,6 +83,7 @@ fn build_ptx(kernels: &Path, target_dir: &Path, arch: &str) -> String {
             // arrays indexed by them move to local memory.
             "-Cllvm-args=-unroll-threshold=5000",
         ])
+        .args(ptx_isa.map(|f| format!("-Ctarget-feature={f}")))
         .status()
         .expect("run cargo for the kernels-gpu crate");
     assert!(status.success(), "building kernels-gpu for {arch} failed");

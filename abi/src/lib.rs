@@ -1,6 +1,6 @@
 //! The one source of truth shared by the device crate (`kernels-gpu`, compiled to PTX) and the
-//! host library (`blocksparse`): tile shapes, pipeline depths, the list of generated kernels and
-//! the `#[repr(C)]` parameter blocks that cross the launch boundary.
+//! host library (`blocksparse`): tile shapes, pipeline depths, operand layouts, the list of
+//! generated kernels and the `#[repr(C)]` parameter blocks that cross the launch boundary.
 //!
 //! Nothing here depends on `std`, so the same file compiles for `nvptx64-nvidia-cuda` and for
 //! the host.
@@ -10,138 +10,150 @@
 pub const BLOCK_SIZES: [u32; 4] = [16, 32, 64, 128];
 
 /// Largest dynamic shared memory one block may use on compute capability 8.0, the oldest target
-/// of the portable module. Every tile configuration is checked against it at compile time; the
-/// host checks the device's own limit again before the first launch.
+/// of the portable module. Every portable tile is checked against it at compile time; the host
+/// checks the device's own limit before it loads a kernel.
 pub const SM80_MAX_DYNAMIC_SMEM: u32 = 163 * 1024;
 
 /// Elements moved by one 16-byte `cp.async` chunk (f16 / bf16).
 pub const CHUNK_ELEMS: u32 = 8;
 
-/// Leading dimensions of dense device matrices are multiples of this many elements, so every
-/// row starts on a 16-byte boundary and 16-byte copies never straddle rows.
+/// Leading dimensions (and batch strides) of dense device matrices are multiples of this many
+/// elements, so every row starts on a 16-byte boundary and 16-byte copies never straddle rows.
 pub const LD_ALIGN: u32 = 8;
 
-/// A work item longer than this many A blocks is split by the planner: the kernel keeps the
-/// item's column indices in shared memory, `(MAX_ITEM_BLOCKS,)` of them.
-pub const MAX_ITEM_BLOCKS: u32 = 512;
+/// A work item longer than this many A blocks is split by the planner: the portable kernel keeps
+/// the item's block indices in shared memory, `(MAX_ITEM_BLOCKS, 2)` of them.
+pub const MAX_ITEM_BLOCKS: u32 = 256;
 
-/// Marks a work item that writes C directly (no split-K partial slot).
+/// Marks a work item that writes its output directly (no split-K partial slot).
 pub const NO_SLOT: u32 = u32::MAX;
 
-/// Tile configuration of the portable tensor-core kernel (`mma.sync` m16n8k16).
+// ---------------------------------------------------------------------------------------------
+// Operand layouts
+// ---------------------------------------------------------------------------------------------
+
+/// Bits of the `flags` parameter word: how each operand of the tile product `C = A · B` lies in
+/// memory. The kernels read every layout in place (no copies); the host derives the bits from
+/// the views and transposes it was given.
+pub mod flags {
+    /// The A operand is MN-major: consecutive elements run along the tile's rows (M), e.g. the
+    /// transpose of a row-major BSR block, or a column-major dense X. Otherwise K-major.
+    pub const A_MN_MAJOR: u32 = 1;
+    /// The B operand is K-major: consecutive elements run along K, e.g. a transposed view of a
+    /// row-major matrix. Otherwise MN-major (row-major `(K, N)`).
+    pub const B_K_MAJOR: u32 = 2;
+    /// The dense output C is column-major (element `(i, j)` at `j · ldc + i`). Otherwise
+    /// row-major.
+    pub const C_COL_MAJOR: u32 = 4;
+    /// SpMM only: A's blocks are visited through a permutation (`perm`), i.e. A is transposed
+    /// and the plan streams its blocks column by column.
+    pub const A_PERMUTED: u32 = 8;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Portable tiles (mma.sync)
+// ---------------------------------------------------------------------------------------------
+
+/// Tile configuration of the portable tensor-core kernels (`mma.sync` m16n8k16).
 ///
-/// A thread block computes a `(bm, bn)` tile of C for one block row of A. Its warps form a
-/// `(warps_m, warps_n)` grid, each warp owning a `(bm / warps_m, 64)` sub-tile. The K loop
-/// streams `(bm, ks)` slices of A and `(ks, bn)` slices of B through a `stages`-deep ring.
+/// A thread block computes a `(tm, tn)` tile of the output. Its warps form a
+/// `(warps_m, warps_n)` grid, each warp owning a `(tm / warps_m, 64)` sub-tile. The K loop
+/// streams `(tm, ks)` slices of A and `(ks, tn)` slices of B through a `stages`-deep ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MmaTile {
-    /// Rows of C per thread block: the A block height.
-    pub bm: u32,
-    /// Columns of C per thread block.
-    pub bn: u32,
+    /// Rows of the output tile.
+    pub tm: u32,
+    /// Columns of the output tile.
+    pub tn: u32,
     /// K depth of one pipeline stage, in elements.
     pub ks: u32,
     /// Pipeline stages in shared memory.
     pub stages: u32,
+    /// Warps along M.
     pub warps_m: u32,
+    /// Warps along N.
     pub warps_n: u32,
+    /// Thread blocks per SM the register allocation is held to (`.minnctapersm`): registers
+    /// per thread ≤ 65536 / (threads · blocks_per_sm).
+    pub blocks_per_sm: u32,
 }
 
-/// Columns of C owned by one warp.
+/// Columns of C owned by one warp of the portable kernels.
 pub const WARP_N: u32 = 64;
 
 impl MmaTile {
+    /// Threads per block.
     pub const fn threads(&self) -> u32 {
         32 * self.warps_m * self.warps_n
     }
     /// Rows of C owned by one warp.
     pub const fn warp_m(&self) -> u32 {
-        self.bm / self.warps_m
+        self.tm / self.warps_m
     }
-    /// Bytes of one A stage `(bm, ks)` in shared memory.
+    /// Bytes of one A stage `(tm, ks)` in shared memory.
     pub const fn a_stage_bytes(&self) -> u32 {
-        self.bm * self.ks * 2
+        self.tm * self.ks * 2
     }
-    /// Bytes of one B stage `(ks, bn)` in shared memory.
+    /// Bytes of one B stage `(ks, tn)` in shared memory.
     pub const fn b_stage_bytes(&self) -> u32 {
-        self.ks * self.bn * 2
+        self.ks * self.tn * 2
     }
-    /// Byte offset of the column-index cache, after the A and B rings.
-    pub const fn col_cache_offset(&self) -> u32 {
+    /// Byte offset of the block-index cache, after the A and B rings.
+    pub const fn cache_offset(&self) -> u32 {
         self.stages * (self.a_stage_bytes() + self.b_stage_bytes())
     }
-    /// Dynamic shared memory of one thread block.
+    /// Dynamic shared memory of one thread block: the rings and `(MAX_ITEM_BLOCKS, 2)` u32
+    /// block indices.
     pub const fn smem_bytes(&self) -> u32 {
-        self.col_cache_offset() + MAX_ITEM_BLOCKS * 4
-    }
-    /// 16-byte chunks of the A stage each thread copies (rounded up: with few rows, the
-    /// threads past the last chunk copy nothing).
-    pub const fn a_chunks_per_thread(&self) -> u32 {
-        (self.bm * self.ks / CHUNK_ELEMS).div_ceil(self.threads())
-    }
-    /// 16-byte chunks of the B stage each thread copies.
-    pub const fn b_chunks_per_thread(&self) -> u32 {
-        self.ks * self.bn / CHUNK_ELEMS / self.threads()
+        self.cache_offset() + MAX_ITEM_BLOCKS * 8
     }
     /// Compile-time validity: evaluated in a `const` item for every tile in [`MMA_TILES`].
+    /// Either operand may lie K-major or MN-major, so both the `(rows, ks)` and the `(ks, rows)`
+    /// shapes of each stage must split evenly into 16-byte chunks over the threads.
     pub const fn check(&self) -> bool {
         let wm = self.warp_m();
-        self.bn == self.warps_n * WARP_N
+        let t = self.threads();
+        let a_chunks = self.tm * self.ks / CHUNK_ELEMS;
+        let b_chunks = self.tn * self.ks / CHUNK_ELEMS;
+        self.tn == self.warps_n * WARP_N
             && (wm == 16 || wm == 32 || wm == 64)
-            && wm * self.warps_m == self.bm
-            && self.ks % 16 == 0
-            && (self.ks / CHUNK_ELEMS == 4 || self.ks / CHUNK_ELEMS == 8)
+            && wm * self.warps_m == self.tm
+            && self.ks == 32
             && self.stages >= 3
             && self.stages <= 8
-            && self.threads() % (self.ks / CHUNK_ELEMS) == 0
-            && self.threads() % (self.bn / CHUNK_ELEMS) == 0
-            && self.b_chunks_per_thread() * CHUNK_ELEMS * self.threads() == self.ks * self.bn
-            && self.threads() <= 1024
+            && (a_chunks % t == 0 || t % a_chunks == 0)
+            && b_chunks % t == 0
+            && t <= 1024
             && self.smem_bytes() <= SM80_MAX_DYNAMIC_SMEM
+            // At least the 64 registers per thread the fragments and addresses need.
+            && self.blocks_per_sm >= 1
+            && t * self.blocks_per_sm * 64 <= SM90_REGISTERS
     }
 }
 
-/// Tile configurations of the portable kernel. The first four are the defaults for the block
-/// heights in [`BLOCK_SIZES`] (same order); the rest are tuning candidates that the benchmark
-/// can time against them (`cargo xtask bench --tiles`), generated for f16 → f16 only.
-pub const MMA_TILES: [MmaTile; 18] = [
-    MmaTile { bm: 16, bn: 256, ks: 32, stages: 3, warps_m: 1, warps_n: 4 },
-    MmaTile { bm: 32, bn: 256, ks: 32, stages: 3, warps_m: 1, warps_n: 4 },
-    MmaTile { bm: 64, bn: 256, ks: 32, stages: 4, warps_m: 2, warps_n: 4 },
-    MmaTile { bm: 128, bn: 128, ks: 32, stages: 4, warps_m: 4, warps_n: 2 },
-    // 4..: tuning candidates
-    MmaTile { bm: 64, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
-    MmaTile { bm: 64, bn: 256, ks: 64, stages: 3, warps_m: 1, warps_n: 4 },
-    MmaTile { bm: 64, bn: 256, ks: 64, stages: 3, warps_m: 2, warps_n: 4 },
-    MmaTile { bm: 64, bn: 256, ks: 32, stages: 6, warps_m: 1, warps_n: 4 },
-    MmaTile { bm: 128, bn: 256, ks: 32, stages: 4, warps_m: 2, warps_n: 4 },
-    MmaTile { bm: 128, bn: 128, ks: 32, stages: 4, warps_m: 2, warps_n: 2 },
-    MmaTile { bm: 128, bn: 128, ks: 64, stages: 3, warps_m: 2, warps_n: 2 },
-    MmaTile { bm: 32, bn: 256, ks: 64, stages: 4, warps_m: 1, warps_n: 4 },
-    MmaTile { bm: 32, bn: 512, ks: 32, stages: 4, warps_m: 1, warps_n: 8 },
-    MmaTile { bm: 16, bn: 512, ks: 32, stages: 4, warps_m: 1, warps_n: 8 },
-    MmaTile { bm: 64, bn: 512, ks: 32, stages: 4, warps_m: 2, warps_n: 8 },
-    MmaTile { bm: 128, bn: 256, ks: 32, stages: 4, warps_m: 4, warps_n: 4 },
-    MmaTile { bm: 32, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
-    MmaTile { bm: 16, bn: 256, ks: 32, stages: 4, warps_m: 1, warps_n: 4 },
+/// Tile configurations of the portable kernels, one per output-tile height in [`BLOCK_SIZES`]
+/// (same order).
+pub const MMA_TILES: [MmaTile; 4] = [
+    MmaTile { tm: 16, tn: 256, ks: 32, stages: 3, warps_m: 1, warps_n: 4, blocks_per_sm: 4 },
+    MmaTile { tm: 32, tn: 256, ks: 32, stages: 3, warps_m: 1, warps_n: 4, blocks_per_sm: 4 },
+    MmaTile { tm: 64, tn: 256, ks: 32, stages: 4, warps_m: 2, warps_n: 4, blocks_per_sm: 2 },
+    MmaTile { tm: 128, tn: 128, ks: 32, stages: 4, warps_m: 4, warps_n: 2, blocks_per_sm: 2 },
 ];
 
 const _: () = {
     let mut i = 0;
     while i < MMA_TILES.len() {
         assert!(MMA_TILES[i].check(), "invalid MMA tile configuration");
-        if i < BLOCK_SIZES.len() {
-            assert!(MMA_TILES[i].bm == BLOCK_SIZES[i]);
-        }
+        assert!(MMA_TILES[i].tm == BLOCK_SIZES[i]);
         i += 1;
     }
 };
 
-/// Index into [`MMA_TILES`] of the default tile for block height `bm`, if supported.
-pub const fn default_tile_index(bm: u32) -> Option<usize> {
+/// Index into [`MMA_TILES`] of the tile with `tm` rows, if there is one.
+pub const fn mma_tile_index(tm: u32) -> Option<usize> {
     let mut i = 0;
-    while i < BLOCK_SIZES.len() {
-        if BLOCK_SIZES[i] == bm {
+    while i < MMA_TILES.len() {
+        if MMA_TILES[i].tm == tm {
             return Some(i);
         }
         i += 1;
@@ -149,150 +161,39 @@ pub const fn default_tile_index(bm: u32) -> Option<usize> {
     None
 }
 
-/// One unit of the host plan: the C tile `(block_row, n_tile)` accumulated over the A blocks
-/// `blk_begin..blk_end` (indices into `col_idx` / the block values).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WorkItem {
-    pub block_row: u32,
-    pub n_tile: u32,
-    pub blk_begin: u32,
-    pub blk_end: u32,
-    /// [`NO_SLOT`]: apply alpha/beta and write C. Otherwise the index of the `(bm, bn)` f32
-    /// partial tile this item writes, summed later by the fix-up kernel.
-    pub partial_slot: u32,
-}
+// ---------------------------------------------------------------------------------------------
+// Hopper tiles (wgmma + TMA)
+// ---------------------------------------------------------------------------------------------
 
-/// A C tile whose K range was split over several work items: `n_slots` consecutive partial
-/// tiles starting at `first_slot`, summed in slot order (deterministic), then alpha/beta.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SplitGroup {
-    pub block_row: u32,
-    pub n_tile: u32,
-    pub first_slot: u32,
-    pub n_slots: u32,
-}
-
-/// Launch parameters of the main kernel, passed by value. Pointers are device addresses.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SpmmParams {
-    /// `(nnzb, bm, bk)` block values, row-major within each block.
-    pub a_values: u64,
-    /// `(nnzb,)` block column indices.
-    pub col_idx: u64,
-    /// `(n_items,)` work items.
-    pub items: u64,
-    /// `(K, ldb)` dense B, row-major.
-    pub b: u64,
-    /// `(M, ldc)` dense C, row-major.
-    pub c: u64,
-    /// `(n_slots, bm, bn)` f32 split-K partial tiles.
-    pub partials: u64,
-    /// Persistent kernels: `(grid + 1,)` offsets; thread block `b` runs items
-    /// `schedule[b] .. schedule[b + 1]`. Unused (0) by the one-block-per-item kernel.
-    pub schedule: u64,
-    pub ldb: u32,
-    pub ldc: u32,
-    /// Columns of B and C.
-    pub n: u32,
-    /// log2 of the A block width bk.
-    pub bk_log2: u32,
-    pub alpha: f32,
-    pub beta: f32,
-}
-
-/// Launch parameters of the split-K fix-up kernel (one thread block per [`SplitGroup`]).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FixupParams {
-    pub partials: u64,
-    pub groups: u64,
-    pub c: u64,
-    pub ldc: u32,
-    pub n: u32,
-    /// Tile shape of the partials: rows `bm`, columns `bn`.
-    pub bm: u32,
-    pub bn: u32,
-    pub alpha: f32,
-    pub beta: f32,
-}
-
-/// Threads per block of the fix-up kernel.
-pub const FIXUP_THREADS: u32 = 256;
-
-/// Calls `$m!(entry_name, InputType, tile_index, OutputType)` once for every generated portable
-/// kernel: inputs f16 / bf16 × default tiles (one per block height) × outputs f16 / bf16 / f32,
-/// then the tuning candidates (f16 → f16). The device crate defines the entry points from it and
-/// the host crate its typed kernel handles, so the two cannot drift.
-#[macro_export]
-macro_rules! for_each_mma_kernel {
-    ($m:ident) => {
-        $m!(spmm_mma_f16_b16_f16, F16, 0, F16);
-        $m!(spmm_mma_f16_b16_bf16, F16, 0, Bf16);
-        $m!(spmm_mma_f16_b16_f32, F16, 0, F32);
-        $m!(spmm_mma_f16_b32_f16, F16, 1, F16);
-        $m!(spmm_mma_f16_b32_bf16, F16, 1, Bf16);
-        $m!(spmm_mma_f16_b32_f32, F16, 1, F32);
-        $m!(spmm_mma_f16_b64_f16, F16, 2, F16);
-        $m!(spmm_mma_f16_b64_bf16, F16, 2, Bf16);
-        $m!(spmm_mma_f16_b64_f32, F16, 2, F32);
-        $m!(spmm_mma_f16_b128_f16, F16, 3, F16);
-        $m!(spmm_mma_f16_b128_bf16, F16, 3, Bf16);
-        $m!(spmm_mma_f16_b128_f32, F16, 3, F32);
-        $m!(spmm_mma_bf16_b16_f16, Bf16, 0, F16);
-        $m!(spmm_mma_bf16_b16_bf16, Bf16, 0, Bf16);
-        $m!(spmm_mma_bf16_b16_f32, Bf16, 0, F32);
-        $m!(spmm_mma_bf16_b32_f16, Bf16, 1, F16);
-        $m!(spmm_mma_bf16_b32_bf16, Bf16, 1, Bf16);
-        $m!(spmm_mma_bf16_b32_f32, Bf16, 1, F32);
-        $m!(spmm_mma_bf16_b64_f16, Bf16, 2, F16);
-        $m!(spmm_mma_bf16_b64_bf16, Bf16, 2, Bf16);
-        $m!(spmm_mma_bf16_b64_f32, Bf16, 2, F32);
-        $m!(spmm_mma_bf16_b128_f16, Bf16, 3, F16);
-        $m!(spmm_mma_bf16_b128_bf16, Bf16, 3, Bf16);
-        $m!(spmm_mma_bf16_b128_f32, Bf16, 3, F32);
-        $m!(spmm_mma_f16_t4_f16, F16, 4, F16);
-        $m!(spmm_mma_f16_t5_f16, F16, 5, F16);
-        $m!(spmm_mma_f16_t6_f16, F16, 6, F16);
-        $m!(spmm_mma_f16_t7_f16, F16, 7, F16);
-        $m!(spmm_mma_f16_t8_f16, F16, 8, F16);
-        $m!(spmm_mma_f16_t9_f16, F16, 9, F16);
-        $m!(spmm_mma_f16_t10_f16, F16, 10, F16);
-        $m!(spmm_mma_f16_t11_f16, F16, 11, F16);
-        $m!(spmm_mma_f16_t12_f16, F16, 12, F16);
-        $m!(spmm_mma_f16_t13_f16, F16, 13, F16);
-        $m!(spmm_mma_f16_t14_f16, F16, 14, F16);
-        $m!(spmm_mma_f16_t15_f16, F16, 15, F16);
-        $m!(spmm_mma_f16_t16_f16, F16, 16, F16);
-        $m!(spmm_mma_f16_t17_f16, F16, 17, F16);
-    };
-}
-
-/// K depth of one stage of the Hopper kernel: one 128-byte swizzle span of f16/bf16.
+/// K depth of one stage of the Hopper kernels: one 128-byte swizzle span of f16/bf16.
 pub const WG_K: u32 = 64;
 /// Columns of C one consumer warpgroup owns (`wgmma m64n256k16`).
 pub const WG_N: u32 = 256;
 /// Rows of C one consumer warpgroup owns.
 pub const WG_M: u32 = 64;
-/// Columns of one TMA box of B: one 128-byte swizzle span.
-pub const TMA_B_BOX_N: u32 = 64;
+/// Elements of one TMA box side: one 128-byte swizzle span. Every box the Hopper kernels load
+/// is `(BOX, BOX)` except the K-major A box, `(BOX, tm)`.
+pub const BOX: u32 = 64;
+/// Bytes of a `(BOX, BOX)` 16-bit box.
+pub const BOX_BYTES: u32 = BOX * BOX * 2;
 
-/// Tile configuration of the Hopper kernel (sm_90a): one producer warpgroup issues TMA loads
-/// into a `stages`-deep ring guarded by full/empty mbarriers; `bm / 64 × wg_n` consumer
-/// warpgroups each run `wgmma m64n256k16` on a `(64, 256)` sub-tile of the `(bm, 256 · wg_n)`
-/// C tile. The grid is persistent: thread block `b` runs the items `schedule[b] .. schedule[b + 1]`
-/// that the host planner dealt it.
+/// Tile configuration of the Hopper kernels (sm_90a): one producer warpgroup issues TMA loads
+/// into a `stages`-deep ring guarded by full/empty mbarriers; `tm / 64 × wg_n` consumer
+/// warpgroups each run `wgmma m64n256k16` on a `(64, 256)` sub-tile of the `(tm, 256 · wg_n)`
+/// output tile. The grid is persistent: thread block `b` runs the items
+/// `schedule[b] .. schedule[b + 1]` that the host planner dealt it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WgmmaTile {
-    pub bm: u32,
+    /// Rows of the output tile.
+    pub tm: u32,
     /// Consumer warpgroups along N.
     pub wg_n: u32,
+    /// Ring stages.
     pub stages: u32,
-    /// Epilogue: 0 = each thread stores its accumulators to C directly; 2 = C goes through two
-    /// `(WG_M, 128 bytes)` shared-memory chunks per consumer warpgroup and is written by TMA
-    /// stores that overlap the next item's main loop (needs the shared memory beside the ring).
+    /// Epilogue of a row-major dense C: 0 = each thread stores its accumulators to C directly;
+    /// 2 = C goes through two `(WG_M, 128 bytes)` shared-memory chunks per consumer warpgroup
+    /// and is written by TMA stores that overlap the next item's main loop (needs the shared
+    /// memory beside the ring).
     pub c_buffers: u32,
     /// Stages by which consumer warpgroup 1 trails consumer warpgroup 0 (0: in step). With a
     /// lag, one warpgroup's epilogue runs while the other still has loaded stages to multiply,
@@ -301,23 +202,27 @@ pub struct WgmmaTile {
 }
 
 impl WgmmaTile {
-    pub const fn bn(&self) -> u32 {
+    /// Columns of the output tile.
+    pub const fn tn(&self) -> u32 {
         WG_N * self.wg_n
     }
+    /// Consumer warpgroups.
     pub const fn consumers(&self) -> u32 {
-        (self.bm / WG_M) * self.wg_n
+        (self.tm / WG_M) * self.wg_n
     }
+    /// Threads per block: the producer warpgroup and the consumers.
     pub const fn threads(&self) -> u32 {
         128 * (1 + self.consumers())
     }
-    /// `(bm, WG_K)` A slice, 128-byte swizzled rows.
+    /// `(tm, WG_K)` A slice: one K-major box or `tm / 64` MN-major boxes, 128-byte swizzled.
     pub const fn a_stage_bytes(&self) -> u32 {
-        self.bm * WG_K * 2
+        self.tm * WG_K * 2
     }
-    /// `(bn / 64)` TMA boxes of `(WG_K, 64)` B, each 128-byte swizzled.
+    /// `(tn / 64)` TMA boxes of `(WG_K, 64)` B, each 128-byte swizzled.
     pub const fn b_stage_bytes(&self) -> u32 {
-        WG_K * self.bn() * 2
+        WG_K * self.tn() * 2
     }
+    /// Bytes one stage's loads deliver.
     pub const fn stage_bytes(&self) -> u32 {
         self.a_stage_bytes() + self.b_stage_bytes()
     }
@@ -337,12 +242,9 @@ impl WgmmaTile {
     pub const fn smem_bytes(&self) -> u32 {
         1024 + self.barrier_offset() + 16 * self.stages
     }
-    /// The equivalent tile description the planner works with.
-    pub const fn as_mma_tile(&self) -> MmaTile {
-        MmaTile { bm: self.bm, bn: self.bn(), ks: WG_K, stages: self.stages, warps_m: self.bm / 16, warps_n: self.wg_n }
-    }
+    /// Compile-time validity (shared memory and the register budget of `setmaxnreg`).
     pub const fn check(&self) -> bool {
-        (self.bm == 64 || self.bm == 128)
+        (self.tm == 64 || self.tm == 128)
             && self.wg_n >= 1
             && self.consumers() <= 2
             && self.stages >= 2
@@ -355,79 +257,360 @@ impl WgmmaTile {
 
 /// Registers per thread of the producer warpgroup after `setmaxnreg.dec` (it only runs one
 /// thread's TMA loop).
-pub const PRODUCER_REGS: u32 = 40;
+pub const PRODUCER_REGS: u32 = 56;
 /// Registers per thread of a consumer warpgroup after `setmaxnreg.inc`: 128 accumulators of
 /// `m64n256` plus descriptors, addresses and the epilogue.
-pub const CONSUMER_REGS: u32 = 232;
+pub const CONSUMER_REGS: u32 = 224;
 /// Registers per SM on compute capability 9.0 (the budget `setmaxnreg` redistributes).
 pub const SM90_REGISTERS: u32 = 65536;
 
 /// Largest dynamic shared memory one block may use on compute capability 9.0.
 pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 
-/// The Hopper kernel's tiles, indexed like [`WGMMA_BLOCK_SIZES`].
-/// (bm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
+/// The Hopper tiles, indexed like [`WGMMA_TILE_ROWS`].
+/// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
 pub const WGMMA_TILES: [WgmmaTile; 2] = [
-    WgmmaTile { bm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0 },
-    WgmmaTile { bm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1 },
+    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0 },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1 },
 ];
 
 /// One C staging chunk: `(WG_M, 128 bytes)`, i.e. 64 columns of a 16-bit C or 32 of f32, in
 /// the 128-byte swizzle that the C tensor map's TMA stores read.
 pub const C_CHUNK_BYTES: u32 = WG_M * 128;
-/// Block heights the Hopper kernel takes (block widths: 64 and 128, multiples of [`WG_K`]).
-pub const WGMMA_BLOCK_SIZES: [u32; 2] = [64, 128];
+/// Output-tile heights of the Hopper kernels. Operands enter in 64-element boxes, so the
+/// blocks they stream must be 64 or 128 wide along K as well.
+pub const WGMMA_TILE_ROWS: [u32; 2] = [64, 128];
 
 const _: () = {
     let mut i = 0;
     while i < WGMMA_TILES.len() {
         assert!(WGMMA_TILES[i].check(), "invalid WGMMA tile configuration");
-        assert!(WGMMA_TILES[i].bm == WGMMA_BLOCK_SIZES[i]);
+        assert!(WGMMA_TILES[i].tm == WGMMA_TILE_ROWS[i]);
         i += 1;
     }
 };
 
-/// Launch parameters of the Hopper kernel, passed by value. The two tensor maps come first:
-/// the build step declares this parameter 64-byte aligned, as TMA requires, and the kernel
-/// hands their parameter-space addresses to `cp.async.bulk.tensor`.
+/// Index into [`WGMMA_TILES`] of the tile with `tm` rows, if there is one.
+pub const fn wgmma_tile_index(tm: u32) -> Option<usize> {
+    let mut i = 0;
+    while i < WGMMA_TILE_ROWS.len() {
+        if WGMMA_TILE_ROWS[i] == tm {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Work items and parameter blocks
+// ---------------------------------------------------------------------------------------------
+
+/// One unit of a host plan: the output tile `(tile_row, n_tile)` of matrix `batch`, accumulated
+/// over the blocks `blk_begin..blk_end`.
+///
+/// - SpMM: positions in the stream of A's blocks (row by row for A, column by column for Aᵀ);
+///   `n_tile` counts `tn`-wide tiles of C.
+/// - SDDMM: C's blocks `blk_begin..blk_end` of block row `tile_row` (at most `tn / bn` of
+///   them), all computed over the full K; `n_tile` is unused.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkItem {
+    /// Row of the output tile, in tiles of `tm` rows.
+    pub tile_row: u32,
+    /// Column of the output tile, in tiles of `tn` columns (SpMM).
+    pub n_tile: u32,
+    /// First block position.
+    pub blk_begin: u32,
+    /// One past the last block position.
+    pub blk_end: u32,
+    /// [`NO_SLOT`]: apply alpha/beta and write C. Otherwise the index of the `(tm, tn)` f32
+    /// partial tile this item writes, summed later by the fix-up kernel.
+    pub partial_slot: u32,
+    /// Matrix of the batch.
+    pub batch: u32,
+}
+
+/// Number of u32 words of a [`WorkItem`].
+pub const WORK_ITEM_WORDS: usize = 6;
+
+/// An output tile whose K range was split over several work items: `n_slots` consecutive
+/// partial tiles starting at `first_slot`, summed in slot order (deterministic), then alpha/beta.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitGroup {
+    /// Row of the output tile, in tiles of `tm` rows.
+    pub tile_row: u32,
+    /// Column of the output tile, in tiles of `tn` columns.
+    pub n_tile: u32,
+    /// First partial slot.
+    pub first_slot: u32,
+    /// Number of partial slots.
+    pub n_slots: u32,
+    /// Matrix of the batch.
+    pub batch: u32,
+}
+
+/// Number of u32 words of a [`SplitGroup`].
+pub const SPLIT_GROUP_WORDS: usize = 5;
+
+/// What every op's kernel reads to find its work.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WorkParams {
+    /// `(n_items,)` work items.
+    pub items: u64,
+    /// Persistent kernels: `(grid + 1,)` offsets; thread block `b` runs items
+    /// `schedule[b] .. schedule[b + 1]`. Unused (0) by the one-block-per-item kernels.
+    pub schedule: u64,
+    /// `(n_slots, tm, tn)` f32 split-K partial tiles (SpMM).
+    pub partials: u64,
+}
+
+/// A dense output: `C(i, j)` of matrix `b` at `c + b · batch_stride + i · row_stride + j ·
+/// col_stride` (one of the two strides is 1), scaled as `alpha · acc + beta · C`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DenseOut {
+    /// Element pointer.
+    pub c: u64,
+    /// Elements between matrices of the batch.
+    pub batch_stride: u64,
+    /// Leading dimension.
+    pub ld: u32,
+    /// Rows (valid rows are `< rows`).
+    pub rows: u32,
+    /// Columns (valid columns are `< cols`).
+    pub cols: u32,
+    /// [`flags::C_COL_MAJOR`] or 0.
+    pub col_major: u32,
+    /// Scale of the product.
+    pub alpha: f32,
+    /// Scale of the old C (not read when 0).
+    pub beta: f32,
+}
+
+/// Launch parameters of the SpMM kernels (`C = alpha · op(A) · op(B) + beta · C`), passed by
+/// value. Pointers are device addresses; strides are in elements.
+///
+/// The tile product is `C(tile) = Σ_k A(tile, k) · B(k, tile)` where the stream of A's blocks
+/// for an item is `blk_begin..blk_end`: position `q` holds block `perm[q]` (or `q` itself when
+/// `flags` lacks [`flags::A_PERMUTED`]) whose rows of op(B) start at `kidx[q] · kb`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpmmParams {
+    /// Where the work is.
+    pub work: WorkParams,
+    /// `(batch, nnzb, bm, bk)` block values, row-major within each block.
+    pub a_values: u64,
+    /// `(nnzb,)` K-block index of each stream position (A's column indices, or for Aᵀ the
+    /// block rows in column order).
+    pub kidx: u64,
+    /// `(nnzb,)` block of each stream position (Aᵀ); 0 when the stream is A's own order.
+    pub perm: u64,
+    /// Dense op(B).
+    pub b: u64,
+    /// Elements between the A values of consecutive matrices of the batch.
+    pub a_batch_stride: u64,
+    /// Elements between consecutive B matrices.
+    pub b_batch_stride: u64,
+    /// Leading dimension of B's storage.
+    pub ldb: u32,
+    /// Rows of op(B) that exist (K of the product).
+    pub k: u32,
+    /// log2 of the block height bm (rows of a stored block).
+    pub bm_log2: u32,
+    /// log2 of the block width bk (columns of a stored block).
+    pub bk_log2: u32,
+    /// [`flags`] bits.
+    pub flags: u32,
+    /// Padding (keeps the layout the same on host and device).
+    pub _pad: u32,
+    /// C.
+    pub out: DenseOut,
+}
+
+/// Launch parameters of the SDDMM kernels
+/// (`C.values = alpha · (op(X) · op(Y)) at C's blocks + beta · C.values`), passed by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SddmmParams {
+    /// Where the work is.
+    pub work: WorkParams,
+    /// Dense op(X), `(M, K)` after the op.
+    pub x: u64,
+    /// Dense op(Y), `(K, N)` after the op.
+    pub y: u64,
+    /// `(batch, nnzb, bm, bn)` output block values.
+    pub c_values: u64,
+    /// `(nnzb,)` block columns of C.
+    pub col_idx: u64,
+    /// Elements between consecutive X matrices.
+    pub x_batch_stride: u64,
+    /// Elements between consecutive Y matrices.
+    pub y_batch_stride: u64,
+    /// Elements between the C values of consecutive matrices.
+    pub c_batch_stride: u64,
+    /// Leading dimensions of X's and Y's storage.
+    pub ldx: u32,
+    /// Leading dimension of Y's storage.
+    pub ldy: u32,
+    /// K of the product (a multiple of 16).
+    pub k: u32,
+    /// log2 of the output block height bm.
+    pub bm_log2: u32,
+    /// log2 of the output block width bn.
+    pub bn_log2: u32,
+    /// [`flags`] bits (A = op(X), B = op(Y)).
+    pub flags: u32,
+    /// Scale of the product.
+    pub alpha: f32,
+    /// Scale of the old values (not read when 0).
+    pub beta: f32,
+}
+
+/// Launch parameters of the split-K fix-up kernel (one thread block per [`SplitGroup`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FixupParams {
+    /// `(n_slots, tm, tn)` f32 partial tiles.
+    pub partials: u64,
+    /// `(n_groups,)` split groups.
+    pub groups: u64,
+    /// Tile shape of the partials: rows `tm`, columns `tn`.
+    pub tm: u32,
+    /// Columns of a partial tile.
+    pub tn: u32,
+    /// C.
+    pub out: DenseOut,
+}
+
+/// Threads per block of the fix-up kernel.
+pub const FIXUP_THREADS: u32 = 256;
+
+/// A Hopper kernel's parameter block: three `CUtensorMap`s (128 bytes each) and the op's own
+/// parameters. The build step declares this parameter 64-byte aligned, as TMA requires, and the
+/// kernel hands the maps' parameter-space addresses to `cp.async.bulk.tensor`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct WgmmaParams {
-    /// `CUtensorMap` of the A values seen as a `(nnzb · bm, bk)` row-major matrix; box `(64, bm)`.
+pub struct HopperParams<P> {
+    /// Map of the A operand (SpMM: the block values; SDDMM: X).
     pub tmap_a: [u64; 16],
-    /// `CUtensorMap` of B `(K, N)`, row pitch `ldb`; box `(64, 64)`; out-of-range columns read 0.
+    /// Map of the B operand (op(B) or op(Y)).
     pub tmap_b: [u64; 16],
-    /// `CUtensorMap` of C `(M, N)`, row pitch `ldc`; box `(WG_M, 128 bytes)`; used by tiles
-    /// with `c_buffers > 0` (TMA stores skip out-of-range columns).
+    /// Map of a row-major dense C, for tiles that store through TMA (else zeros).
     pub tmap_c: [u64; 16],
-    pub base: SpmmParams,
+    /// The op's parameters.
+    pub p: P,
 }
 
-/// Calls `$m!(entry_name, InputType, tile_index, OutputType)` for every Hopper kernel.
-#[macro_export]
-macro_rules! for_each_wgmma_kernel {
-    ($m:ident) => {
-        $m!(spmm_wgmma_f16_b64_f16, F16, 0, F16);
-        $m!(spmm_wgmma_f16_b64_bf16, F16, 0, Bf16);
-        $m!(spmm_wgmma_f16_b64_f32, F16, 0, F32);
-        $m!(spmm_wgmma_f16_b128_f16, F16, 1, F16);
-        $m!(spmm_wgmma_f16_b128_bf16, F16, 1, Bf16);
-        $m!(spmm_wgmma_f16_b128_f32, F16, 1, F32);
-        $m!(spmm_wgmma_bf16_b64_f16, Bf16, 0, F16);
-        $m!(spmm_wgmma_bf16_b64_bf16, Bf16, 0, Bf16);
-        $m!(spmm_wgmma_bf16_b64_f32, Bf16, 0, F32);
-        $m!(spmm_wgmma_bf16_b128_f16, Bf16, 1, F16);
-        $m!(spmm_wgmma_bf16_b128_bf16, Bf16, 1, Bf16);
-        $m!(spmm_wgmma_bf16_b128_f32, Bf16, 1, F32);
-    };
+// ---------------------------------------------------------------------------------------------
+// The kernel list
+// ---------------------------------------------------------------------------------------------
+
+/// The ops the kernels implement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// Block-sparse × dense (`C = alpha · op(A) · op(B) + beta · C`).
+    Spmm,
+    /// Sampled dense × dense (`C.values = alpha · op(X) · op(Y) at C's blocks + beta · C`).
+    Sddmm,
+    /// Sum of split-K partial tiles into C.
+    Fixup,
 }
 
-/// Calls `$m!(entry_name, OutputType)` for every fix-up kernel.
+/// Which instruction family a kernel is built on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelFamily {
+    /// `mma.sync` + `cp.async` (sm_80 and newer; in both modules).
+    Portable,
+    /// `wgmma` + TMA (sm_90a module only).
+    Hopper,
+}
+
+/// Calls `$m!(entry_name, OpKind, KernelFamily, InputType, tile_index, OutputType)` once for
+/// every kernel the device crate exports: per op and family, inputs f16 / bf16 × tiles × outputs
+/// f16 / bf16 / f32 (the tile index points into [`MMA_TILES`] or [`WGMMA_TILES`]; the fix-up
+/// kernels have no input type or tile, and list F16 and 0). The device crate defines the entry
+/// points from it, the build step patches the Hopper entries' headers, and the host crate loads
+/// its typed kernel handles and checks the PTX and SASS, so they cannot drift.
 #[macro_export]
-macro_rules! for_each_fixup_kernel {
+macro_rules! for_each_kernel {
     ($m:ident) => {
-        $m!(spmm_fixup_f16, F16);
-        $m!(spmm_fixup_bf16, Bf16);
-        $m!(spmm_fixup_f32, F32);
+        $m!(spmm_mma_f16_t16_f16, Spmm, Portable, F16, 0, F16);
+        $m!(spmm_mma_f16_t16_bf16, Spmm, Portable, F16, 0, Bf16);
+        $m!(spmm_mma_f16_t16_f32, Spmm, Portable, F16, 0, F32);
+        $m!(spmm_mma_f16_t32_f16, Spmm, Portable, F16, 1, F16);
+        $m!(spmm_mma_f16_t32_bf16, Spmm, Portable, F16, 1, Bf16);
+        $m!(spmm_mma_f16_t32_f32, Spmm, Portable, F16, 1, F32);
+        $m!(spmm_mma_f16_t64_f16, Spmm, Portable, F16, 2, F16);
+        $m!(spmm_mma_f16_t64_bf16, Spmm, Portable, F16, 2, Bf16);
+        $m!(spmm_mma_f16_t64_f32, Spmm, Portable, F16, 2, F32);
+        $m!(spmm_mma_f16_t128_f16, Spmm, Portable, F16, 3, F16);
+        $m!(spmm_mma_f16_t128_bf16, Spmm, Portable, F16, 3, Bf16);
+        $m!(spmm_mma_f16_t128_f32, Spmm, Portable, F16, 3, F32);
+        $m!(spmm_mma_bf16_t16_f16, Spmm, Portable, Bf16, 0, F16);
+        $m!(spmm_mma_bf16_t16_bf16, Spmm, Portable, Bf16, 0, Bf16);
+        $m!(spmm_mma_bf16_t16_f32, Spmm, Portable, Bf16, 0, F32);
+        $m!(spmm_mma_bf16_t32_f16, Spmm, Portable, Bf16, 1, F16);
+        $m!(spmm_mma_bf16_t32_bf16, Spmm, Portable, Bf16, 1, Bf16);
+        $m!(spmm_mma_bf16_t32_f32, Spmm, Portable, Bf16, 1, F32);
+        $m!(spmm_mma_bf16_t64_f16, Spmm, Portable, Bf16, 2, F16);
+        $m!(spmm_mma_bf16_t64_bf16, Spmm, Portable, Bf16, 2, Bf16);
+        $m!(spmm_mma_bf16_t64_f32, Spmm, Portable, Bf16, 2, F32);
+        $m!(spmm_mma_bf16_t128_f16, Spmm, Portable, Bf16, 3, F16);
+        $m!(spmm_mma_bf16_t128_bf16, Spmm, Portable, Bf16, 3, Bf16);
+        $m!(spmm_mma_bf16_t128_f32, Spmm, Portable, Bf16, 3, F32);
+        $m!(sddmm_mma_f16_t16_f16, Sddmm, Portable, F16, 0, F16);
+        $m!(sddmm_mma_f16_t16_bf16, Sddmm, Portable, F16, 0, Bf16);
+        $m!(sddmm_mma_f16_t16_f32, Sddmm, Portable, F16, 0, F32);
+        $m!(sddmm_mma_f16_t32_f16, Sddmm, Portable, F16, 1, F16);
+        $m!(sddmm_mma_f16_t32_bf16, Sddmm, Portable, F16, 1, Bf16);
+        $m!(sddmm_mma_f16_t32_f32, Sddmm, Portable, F16, 1, F32);
+        $m!(sddmm_mma_f16_t64_f16, Sddmm, Portable, F16, 2, F16);
+        $m!(sddmm_mma_f16_t64_bf16, Sddmm, Portable, F16, 2, Bf16);
+        $m!(sddmm_mma_f16_t64_f32, Sddmm, Portable, F16, 2, F32);
+        $m!(sddmm_mma_f16_t128_f16, Sddmm, Portable, F16, 3, F16);
+        $m!(sddmm_mma_f16_t128_bf16, Sddmm, Portable, F16, 3, Bf16);
+        $m!(sddmm_mma_f16_t128_f32, Sddmm, Portable, F16, 3, F32);
+        $m!(sddmm_mma_bf16_t16_f16, Sddmm, Portable, Bf16, 0, F16);
+        $m!(sddmm_mma_bf16_t16_bf16, Sddmm, Portable, Bf16, 0, Bf16);
+        $m!(sddmm_mma_bf16_t16_f32, Sddmm, Portable, Bf16, 0, F32);
+        $m!(sddmm_mma_bf16_t32_f16, Sddmm, Portable, Bf16, 1, F16);
+        $m!(sddmm_mma_bf16_t32_bf16, Sddmm, Portable, Bf16, 1, Bf16);
+        $m!(sddmm_mma_bf16_t32_f32, Sddmm, Portable, Bf16, 1, F32);
+        $m!(sddmm_mma_bf16_t64_f16, Sddmm, Portable, Bf16, 2, F16);
+        $m!(sddmm_mma_bf16_t64_bf16, Sddmm, Portable, Bf16, 2, Bf16);
+        $m!(sddmm_mma_bf16_t64_f32, Sddmm, Portable, Bf16, 2, F32);
+        $m!(sddmm_mma_bf16_t128_f16, Sddmm, Portable, Bf16, 3, F16);
+        $m!(sddmm_mma_bf16_t128_bf16, Sddmm, Portable, Bf16, 3, Bf16);
+        $m!(sddmm_mma_bf16_t128_f32, Sddmm, Portable, Bf16, 3, F32);
+        $m!(spmm_wgmma_f16_t64_f16, Spmm, Hopper, F16, 0, F16);
+        $m!(spmm_wgmma_f16_t64_bf16, Spmm, Hopper, F16, 0, Bf16);
+        $m!(spmm_wgmma_f16_t64_f32, Spmm, Hopper, F16, 0, F32);
+        $m!(spmm_wgmma_f16_t128_f16, Spmm, Hopper, F16, 1, F16);
+        $m!(spmm_wgmma_f16_t128_bf16, Spmm, Hopper, F16, 1, Bf16);
+        $m!(spmm_wgmma_f16_t128_f32, Spmm, Hopper, F16, 1, F32);
+        $m!(spmm_wgmma_bf16_t64_f16, Spmm, Hopper, Bf16, 0, F16);
+        $m!(spmm_wgmma_bf16_t64_bf16, Spmm, Hopper, Bf16, 0, Bf16);
+        $m!(spmm_wgmma_bf16_t64_f32, Spmm, Hopper, Bf16, 0, F32);
+        $m!(spmm_wgmma_bf16_t128_f16, Spmm, Hopper, Bf16, 1, F16);
+        $m!(spmm_wgmma_bf16_t128_bf16, Spmm, Hopper, Bf16, 1, Bf16);
+        $m!(spmm_wgmma_bf16_t128_f32, Spmm, Hopper, Bf16, 1, F32);
+        $m!(sddmm_wgmma_f16_t64_f16, Sddmm, Hopper, F16, 0, F16);
+        $m!(sddmm_wgmma_f16_t64_bf16, Sddmm, Hopper, F16, 0, Bf16);
+        $m!(sddmm_wgmma_f16_t64_f32, Sddmm, Hopper, F16, 0, F32);
+        $m!(sddmm_wgmma_f16_t128_f16, Sddmm, Hopper, F16, 1, F16);
+        $m!(sddmm_wgmma_f16_t128_bf16, Sddmm, Hopper, F16, 1, Bf16);
+        $m!(sddmm_wgmma_f16_t128_f32, Sddmm, Hopper, F16, 1, F32);
+        $m!(sddmm_wgmma_bf16_t64_f16, Sddmm, Hopper, Bf16, 0, F16);
+        $m!(sddmm_wgmma_bf16_t64_bf16, Sddmm, Hopper, Bf16, 0, Bf16);
+        $m!(sddmm_wgmma_bf16_t64_f32, Sddmm, Hopper, Bf16, 0, F32);
+        $m!(sddmm_wgmma_bf16_t128_f16, Sddmm, Hopper, Bf16, 1, F16);
+        $m!(sddmm_wgmma_bf16_t128_bf16, Sddmm, Hopper, Bf16, 1, Bf16);
+        $m!(sddmm_wgmma_bf16_t128_f32, Sddmm, Hopper, Bf16, 1, F32);
+        $m!(fixup_f16, Fixup, Portable, F16, 0, F16);
+        $m!(fixup_bf16, Fixup, Portable, F16, 0, Bf16);
+        $m!(fixup_f32, Fixup, Portable, F16, 0, F32);
     };
 }

@@ -21,12 +21,11 @@ use std::cell::RefCell;
 use std::hint::black_box;
 use std::time::Duration;
 
-use blocksparse::BlockShape;
-use blocksparse::abi::MMA_TILES;
-use blocksparse::dense::DenseGemm;
-use blocksparse::plan::plan_work;
-use blocksparse::reference::spmm_reference;
-use blocksparse::testgen::{random_mask, random_values};
+use blocksparse::plan::{RowsSpec, plan_rows};
+use blocksparse::{BlockShape, Transpose};
+use blocksparse_testkit::dense::DenseGemm;
+use blocksparse_testkit::reference::{HostMat, spmm_reference};
+use blocksparse_testkit::testgen::{random_mask, random_values};
 use blocksparse_benches::{
     DenseCase, EventTimer, Operands, SpmmCase, bench_mode, count, dense_flops, open_gpu, random_bsr, rng,
     row_ptr_from_mask, spmm_flops, PLAN_RESIDENT,
@@ -47,15 +46,15 @@ mod streams {
 
 fn bench_plan(c: &mut Criterion) {
     let (dim, bs, density) = (8192usize, 64usize, 0.125);
-    let tile = MMA_TILES[2];
-    assert_eq!(tile.bm as usize, bs, "MMA_TILES[2] is the default tile of 64-row blocks");
     let blocks = dim / bs;
     let row_ptr = row_ptr_from_mask(&random_mask(blocks, blocks, density, &mut rng(streams::PLAN)), blocks);
 
     let mut g = c.benchmark_group("plan");
     for n in [8192usize, 64] {
         g.bench_with_input(BenchmarkId::new(format!("{dim}x{dim}_b{bs}_d{density}"), format!("N={n}")), &n, |b, &n| {
-            b.iter(|| plan_work(black_box(&row_ptr), black_box(n), tile, bs as u32, PLAN_RESIDENT, 2))
+            // The portable 64-row tile: 256 columns, stages of 32.
+            let spec = RowsSpec { row_ptr: &row_ptr, n_tiles: n.div_ceil(256) as u32, batch: 1, kb: bs as u32, ks: 32, resident: PLAN_RESIDENT, tile_group: 2 };
+            b.iter(|| plan_rows(black_box(spec)).expect("plan"))
         });
     }
     g.finish();
@@ -67,11 +66,12 @@ fn bench_reference(c: &mut Criterion) {
     let a = random_bsr::<f16>(m, k, bs, density, &mut r).expect("reference input");
     let b = random_values::<f16>(k * n, &mut r);
     let c_in = vec![0.0f32; m * n];
+    let (bm, cm) = (HostMat::row_major(&b, k, n), HostMat::row_major(&c_in, m, n));
 
     let mut g = c.benchmark_group("reference");
     g.throughput(Throughput::Elements(spmm_flops(a.nnzb(), a.block(), n)));
     g.bench_function(format!("{m}x{k}x{n}_b{bs}_d{density}"), |bench| {
-        bench.iter(|| spmm_reference(1.0, &a, black_box(&b), n, n, 0.0, &c_in, n).expect("reference"))
+        bench.iter(|| spmm_reference(1.0, &a, Transpose::No, black_box(bm), 0.0, cm))
     });
     g.finish();
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use blocksparse::cudarc::driver::CudaEvent;
 use blocksparse::cudarc::driver::sys::CUevent_flags;
-use blocksparse::dense::DenseGemm;
-use blocksparse::testgen::{TestRng, random_mask, random_values, seeded_rng};
-use blocksparse::{BlockShape, Bsr, Context, DeviceBsr, DeviceMatrix, Error, Plan, Result};
+use blocksparse::{BlockShape, Bsr, Context, DeviceBsr, DeviceMatrix, Error, Result, SpmmPlan, Transpose};
+use blocksparse_testkit::dense::DenseGemm;
+use blocksparse_testkit::testgen::{TestRng, random_mask, random_values, seeded_rng};
 use half::f16;
 
 /// Seed of every generated pattern and value set, so runs compare like with like.
@@ -85,14 +85,15 @@ impl EventTimer {
 
     /// Device time of `iters` calls of `launch(i)` (i = 0, 1, ...), queued back to back between
     /// a start and a stop event on the context's stream.
-    pub fn time(&self, ctx: &Context, iters: u64, mut launch: impl FnMut(u64) -> Result<()>) -> Result<Duration> {
-        self.start.record(ctx.stream())?;
+    pub fn time(&self, ctx: &Context, iters: u64, mut launch: impl FnMut(u64) -> std::result::Result<(), String>) -> std::result::Result<Duration, String> {
+        let e = |e: blocksparse::cudarc::driver::DriverError| e.to_string();
+        self.start.record(ctx.stream()).map_err(e)?;
         for i in 0..iters {
             launch(i)?;
         }
-        self.stop.record(ctx.stream())?;
-        self.stop.synchronize()?;
-        let ms = self.start.elapsed_ms(&self.stop)?;
+        self.stop.record(ctx.stream()).map_err(e)?;
+        self.stop.synchronize().map_err(e)?;
+        let ms = self.start.elapsed_ms(&self.stop).map_err(e)?;
         Ok(Duration::from_secs_f64(f64::from(ms) * 1e-3))
     }
 }
@@ -118,7 +119,7 @@ impl Operands {
 /// One BSR product `C = A · B` on the device: A, its plan for `n` columns.
 pub struct SpmmCase {
     pub a: DeviceBsr<f16>,
-    pub plan: Plan,
+    pub plan: SpmmPlan,
     pub nnzb: usize,
     pub block: BlockShape,
 }
@@ -129,18 +130,18 @@ impl SpmmCase {
     pub fn new(ctx: &Context, m: usize, k: usize, n: usize, bs: usize, mask: &[bool], rng: &mut TestRng) -> Result<Self> {
         let a = bsr_from_mask::<f16>(m, k, bs, mask, rng)?;
         let a_dev = ctx.upload_bsr(&a)?;
-        let plan = ctx.plan(&a_dev, n)?;
+        let plan = ctx.plan_spmm(&a_dev, Transpose::No, n)?;
         Ok(SpmmCase { nnzb: a.nnzb(), block: a.block(), a: a_dev, plan })
     }
 
     pub fn flops(&self) -> u64 {
-        spmm_flops(self.nnzb, self.block, self.plan.n())
+        spmm_flops(self.nnzb, self.block, self.plan.dense_dim())
     }
 
     /// Queues launch `i` (operand set `i % 2`).
-    pub fn launch(&self, ctx: &Context, ops: &mut Operands, i: u64) -> Result<()> {
+    pub fn launch(&self, ctx: &Context, ops: &mut Operands, i: u64) -> std::result::Result<(), String> {
         let s = (i % 2) as usize;
-        ctx.spmm(&self.plan, 1.0, &self.a, &ops.b[s], 0.0, &mut ops.c[s])
+        ctx.spmm(&self.plan, 1.0, &self.a, &ops.b[s], 0.0, &mut ops.c[s]).map_err(|e| e.to_string())
     }
 }
 
@@ -161,7 +162,7 @@ impl DenseCase {
     }
 
     /// Queues launch `i` (operand set `i % 2`).
-    pub fn launch(&self, ctx: &Context, ops: &mut Operands, i: u64) -> Result<()> {
+    pub fn launch(&self, ctx: &Context, ops: &mut Operands, i: u64) -> std::result::Result<(), String> {
         let s = (i % 2) as usize;
         self.gemm.gemm(ctx, &self.a, &ops.b[s], &mut ops.c[s])
     }

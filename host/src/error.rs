@@ -9,9 +9,6 @@ pub enum Error {
     /// A CUDA driver call failed.
     #[error("CUDA driver error: {0}")]
     Driver(#[from] cudarc::driver::DriverError),
-    /// A cuBLAS call failed (dense baseline only).
-    #[error("cuBLAS error: {0}")]
-    Cublas(String),
     /// The device lacks a capability a kernel needs.
     #[error("unsupported device: {0}")]
     UnsupportedDevice(String),
@@ -66,6 +63,19 @@ pub enum Error {
     /// A scalar argument is not finite.
     #[error("{what} = {value} is not finite")]
     NotFinite { what: &'static str, value: f32 },
+    /// Operands of one product hold different numbers of matrices.
+    #[error("batch mismatch: {what}: expected {expected} matrices, got {got}")]
+    BatchMismatch { what: &'static str, expected: usize, got: usize },
+    /// A batch stride is invalid.
+    #[error("batch stride of {what} is {stride}: must be a multiple of {align} and at least {min} (one matrix)")]
+    BatchStride { what: &'static str, stride: usize, min: usize, align: usize },
+    /// The kernel a product needs is not loaded on this device (e.g. it needs more shared
+    /// memory per block than the device allows).
+    #[error("no kernel available: {0}")]
+    KernelUnavailable(String),
+    /// Two matrices of one product share memory where one of them is written.
+    #[error("{0}")]
+    Aliasing(String),
 }
 
 /// `Result` with the library's [`Error`].

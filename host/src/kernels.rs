@@ -1,10 +1,11 @@
-//! The embedded PTX modules and typed handles to their kernels. The handles are generated from
-//! the variant lists in `blocksparse-abi`, the same lists that generate the device entry points.
+//! The embedded PTX modules and typed handles to their kernels. The handles come from the
+//! kernel list in `blocksparse-abi` (`for_each_kernel!`), the same list that generates the
+//! device entry points, so the two cannot drift.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use blocksparse_abi::{MMA_TILES, MmaTile, WGMMA_TILES, WgmmaTile};
+use blocksparse_abi::{KernelFamily, MMA_TILES, OpKind, WGMMA_TILES};
 use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
@@ -20,153 +21,136 @@ pub const PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90
 /// Which compiled module a context runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
-    /// `sm_80` PTX: Ampere and newer.
+    /// `sm_80` PTX: Ampere and newer; portable kernels only.
     Sm80,
-    /// `sm_90a` PTX: Hopper (compute capability 9.0) only.
+    /// `sm_90a` PTX: Hopper (compute capability 9.0) only; portable and Hopper kernels.
     Sm90a,
 }
 
 impl Arch {
+    /// The module's PTX.
     pub fn ptx(self) -> &'static str {
         match self {
             Arch::Sm80 => PTX_SM80,
             Arch::Sm90a => PTX_SM90A,
         }
     }
+    /// Whether the module holds kernels of `family`.
+    pub fn has(self, family: KernelFamily) -> bool {
+        family == KernelFamily::Portable || self == Arch::Sm90a
+    }
 }
 
-/// Identifies one generated main kernel.
+/// Identifies one generated kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MmaKey {
+pub struct KernelKey {
+    /// The op.
+    pub op: OpKind,
+    /// Instruction family.
+    pub family: KernelFamily,
+    /// Element type of the tensor-core inputs (F16 for the fix-up kernels).
     pub input: DType,
-    /// Index into the kernel family's tile table (`MMA_TILES` or `WGMMA_TILES`).
+    /// Index into the family's tile table (`MMA_TILES` or `WGMMA_TILES`; 0 for the fix-up).
     pub tile: usize,
+    /// Element type of the output.
     pub output: DType,
 }
 
-/// One entry point of the generated kernel lists in `blocksparse-abi`.
+/// One entry point of the kernel list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelEntry {
+    /// The PTX entry name.
     pub name: &'static str,
-    pub key: MmaKey,
+    /// What it computes.
+    pub key: KernelKey,
 }
 
-macro_rules! collect_entries {
-    ($list:ident) => {{
-        let mut v = Vec::new();
-        macro_rules! push {
-            ($name:ident, $input:ident, $tile:literal, $output:ident) => {
-                v.push(KernelEntry {
-                    name: stringify!($name),
-                    key: MmaKey { input: DType::$input, tile: $tile, output: DType::$output },
-                });
-            };
-        }
-        blocksparse_abi::$list!(push);
-        v
-    }};
-}
-
-/// The portable kernels (in both modules).
-pub fn mma_entries() -> Vec<KernelEntry> {
-    collect_entries!(for_each_mma_kernel)
-}
-
-/// The Hopper kernels (sm_90a module only).
-pub fn wgmma_entries() -> Vec<KernelEntry> {
-    collect_entries!(for_each_wgmma_kernel)
-}
-
-/// The split-K fix-up kernels, by output type.
-pub fn fixup_entries() -> Vec<(&'static str, DType)> {
+/// Every kernel of the list, in list order.
+pub fn entries() -> Vec<KernelEntry> {
     let mut v = Vec::new();
     macro_rules! push {
-        ($name:ident, $output:ident) => {
-            v.push((stringify!($name), DType::$output));
+        ($name:ident, $op:ident, $family:ident, $input:ident, $tile:literal, $output:ident) => {
+            v.push(KernelEntry {
+                name: stringify!($name),
+                key: KernelKey { op: OpKind::$op, family: KernelFamily::$family, input: DType::$input, tile: $tile, output: DType::$output },
+            });
         };
     }
-    blocksparse_abi::for_each_fixup_kernel!(push);
+    blocksparse_abi::for_each_kernel!(push);
     v
 }
 
-/// A loaded kernel and its tile configuration.
-#[derive(Clone)]
-pub struct Kernel<T> {
-    pub func: CudaFunction,
-    pub tile: T,
-    pub name: &'static str,
+/// Threads per block and dynamic shared memory of a kernel.
+pub fn launch_shape(key: &KernelKey) -> (u32, u32) {
+    match (key.op, key.family) {
+        (OpKind::Fixup, _) => (blocksparse_abi::FIXUP_THREADS, 0),
+        (_, KernelFamily::Portable) => (MMA_TILES[key.tile].threads(), MMA_TILES[key.tile].smem_bytes()),
+        (_, KernelFamily::Hopper) => (WGMMA_TILES[key.tile].threads(), WGMMA_TILES[key.tile].smem_bytes()),
+    }
 }
 
-/// A loaded portable kernel.
-pub type MmaKernel = Kernel<MmaTile>;
-/// A loaded Hopper kernel.
-pub type WgmmaKernel = Kernel<WgmmaTile>;
+/// A loaded kernel.
+#[derive(Clone)]
+pub struct Kernel {
+    /// The function handle.
+    pub func: CudaFunction,
+    /// Its entry name.
+    pub name: &'static str,
+    /// Threads per block.
+    pub threads: u32,
+    /// Dynamic shared memory per block.
+    pub smem: u32,
+}
 
-/// Every kernel of one module, loaded.
+/// The kernels of one module that fit the device, loaded.
 pub struct Kernels {
+    /// The module.
     pub arch: Arch,
     _module: Arc<CudaModule>,
-    mma: HashMap<MmaKey, MmaKernel>,
-    /// Keyed by the tile index into `WGMMA_TILES`. Empty outside the sm_90a module.
-    wgmma: HashMap<MmaKey, WgmmaKernel>,
-    fixup: HashMap<DType, CudaFunction>,
+    loaded: HashMap<KernelKey, Kernel>,
+    /// Kernels of the module left out, with the reason.
+    skipped: Vec<(KernelKey, String)>,
 }
 
 impl Kernels {
-    /// Loads the module for `arch` and raises each kernel's dynamic shared-memory limit to what
-    /// its tile needs, after checking the device allows that much (`max_smem_optin`).
+    /// Loads the module for `arch`, and each of its kernels whose shared memory fits the device
+    /// (`max_smem_optin` bytes per block) with its dynamic shared-memory limit raised to what
+    /// its tile needs. Kernels that do not fit are left out (and reported by [`Kernels::get`]).
     pub fn load(ctx: &Arc<CudaContext>, arch: Arch, max_smem_optin: u32) -> Result<Self> {
         let module = ctx.load_module(Ptx::from_src(arch.ptx()))?;
-        let mut mma = HashMap::new();
-        for e in mma_entries() {
-            let tile = MMA_TILES[e.key.tile];
-            mma.insert(e.key, load_tiled(&module, e.name, tile, tile.smem_bytes(), max_smem_optin)?);
-        }
-        let mut wgmma = HashMap::new();
-        if arch == Arch::Sm90a {
-            for e in wgmma_entries() {
-                let tile = WGMMA_TILES[e.key.tile];
-                wgmma.insert(e.key, load_tiled(&module, e.name, tile, tile.smem_bytes(), max_smem_optin)?);
+        let mut loaded = HashMap::new();
+        let mut skipped = Vec::new();
+        for e in entries().into_iter().filter(|e| arch.has(e.key.family)) {
+            let (threads, smem) = launch_shape(&e.key);
+            if smem > max_smem_optin {
+                skipped.push((e.key, format!("{} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}", e.name)));
+                continue;
             }
+            let func = module.load_function(e.name)?;
+            if smem > 48 * 1024 {
+                func.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
+            }
+            loaded.insert(e.key, Kernel { func, name: e.name, threads, smem });
         }
-        let mut fixup = HashMap::new();
-        for (name, output) in fixup_entries() {
-            fixup.insert(output, module.load_function(name)?);
+        Ok(Kernels { arch, _module: module, loaded, skipped })
+    }
+
+    /// The kernel for `key`, or why there is none.
+    pub fn get(&self, key: KernelKey) -> Result<&Kernel> {
+        if let Some(k) = self.loaded.get(&key) {
+            return Ok(k);
         }
-        Ok(Kernels { arch, _module: module, mma, wgmma, fixup })
+        if let Some((_, why)) = self.skipped.iter().find(|(k, _)| *k == key) {
+            return Err(Error::KernelUnavailable(why.clone()));
+        }
+        Err(Error::KernelUnavailable(format!(
+            "the {:?} module has no {:?} {:?} kernel for {} -> {} with tile {}",
+            self.arch, key.family, key.op, key.input, key.output, key.tile
+        )))
     }
 
-    pub fn mma(&self, key: MmaKey) -> Result<&MmaKernel> {
-        self.mma.get(&key).ok_or_else(|| {
-            Error::UnsupportedDevice(format!("no kernel for {} x {} -> {} with tile {}", key.input, key.input, key.output, key.tile))
-        })
+    /// Whether `key` is loaded.
+    pub fn has(&self, key: KernelKey) -> bool {
+        self.loaded.contains_key(&key)
     }
-
-    pub fn wgmma(&self, key: MmaKey) -> Result<&WgmmaKernel> {
-        self.wgmma.get(&key).ok_or_else(|| {
-            Error::UnsupportedDevice(format!("no Hopper kernel for {} -> {} with tile {}", key.input, key.output, key.tile))
-        })
-    }
-
-    /// Whether this module has the Hopper kernels.
-    pub fn has_wgmma(&self) -> bool {
-        !self.wgmma.is_empty()
-    }
-
-    pub fn fixup(&self, output: DType) -> Result<&CudaFunction> {
-        self.fixup.get(&output).ok_or_else(|| Error::UnsupportedDevice(format!("no fix-up kernel for {output}")))
-    }
-}
-
-/// Loads `name` and raises its dynamic shared-memory limit to `smem`, once checked against the
-/// device's limit.
-fn load_tiled<T>(module: &Arc<CudaModule>, name: &'static str, tile: T, smem: u32, max_smem_optin: u32) -> Result<Kernel<T>> {
-    if smem > max_smem_optin {
-        return Err(Error::UnsupportedDevice(format!(
-            "kernel {name} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}"
-        )));
-    }
-    let func = module.load_function(name)?;
-    func.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
-    Ok(Kernel { func, tile, name })
 }

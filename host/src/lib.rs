@@ -1,15 +1,22 @@
 //! # blocksparse
 //!
-//! Block-sparse (BSR) × dense matrix multiplication on NVIDIA tensor cores:
-//! `C = alpha · A · B + beta · C`, A in BSR with bm×bk blocks (16, 32, 64 or 128 each), B and C
-//! dense row-major, inputs f16 or bf16, accumulation in f32, C in f16, bf16 or f32.
+//! Block-sparse (BSR) matrix products on NVIDIA tensor cores, kernels written in Rust:
+//! - **SpMM** `C = alpha · op(A) · op(B) + beta · C` ([`Context::spmm`]);
+//! - **dense × sparse** `C = alpha · op(X) · op(A) + beta · C` ([`Context::dense_sparse`]);
+//! - **SDDMM** `C.values = alpha · (op(X) · op(Y)) at C's blocks + beta · C.values`
+//!   ([`Context::sddmm`]);
 //!
-//! The kernels are written in Rust (`kernels-gpu/`), compiled to PTX by rustc's NVPTX backend
-//! at build time and embedded here; the driver is loaded at run time, so the library builds
-//! on machines without CUDA and returns [`Error::NoDevice`] where there is no GPU.
+//! with A (or C) block-sparse in bm×bk blocks (16, 32, 64 or 128 each), dense operands
+//! row-major or column-major views (`op(X)` is the view or its transpose: no copies), inputs f16
+//! or bf16 with f32 accumulation, outputs f16, bf16 or f32, and batches of matrices that share
+//! one pattern (heads, experts) in one launch.
+//!
+//! The kernels (`kernels-gpu/`) are compiled to PTX by rustc's NVPTX backend at build time and
+//! embedded here; the driver is loaded at run time, so the library builds on machines without
+//! CUDA and returns [`Error::NoDevice`] where there is no GPU.
 //!
 //! ```no_run
-//! use blocksparse::{BlockShape, Bsr, Context};
+//! use blocksparse::{BlockShape, Bsr, Context, Transpose};
 //! use half::f16;
 //! # fn main() -> blocksparse::Result<()> {
 //! let (m, k, n) = (1024, 1024, 512);
@@ -22,27 +29,31 @@
 //! let a_dev = ctx.upload_bsr(&a)?;
 //! let b = ctx.upload_matrix(k, n, &vec![f16::from_f32(1.0); k * n])?;
 //! let mut c = ctx.zeros_matrix::<f32>(m, n)?;
-//! let plan = ctx.plan(&a_dev, n)?;          // once per sparsity pattern and N
-//! ctx.spmm(&plan, 1.0, &a_dev, &b, 0.0, &mut c)?;
+//! let plan = ctx.plan_spmm(&a_dev, Transpose::No, n)?;   // once per pattern and N
+//! ctx.spmm(&plan, 1.0, &a_dev, &b, 0.0, &mut c)?;        // C = 1·A·B + 0·C
 //! let c_host = ctx.download_matrix(&c)?;
 //! # Ok(()) }
 //! ```
 
 pub mod bsr;
-pub mod dense;
-pub mod device;
+pub mod context;
+pub mod device_bsr;
 pub mod element;
 pub mod error;
 pub mod kernels;
+mod launch;
+pub mod matrix;
+pub mod ops;
 pub mod plan;
-pub mod reference;
-pub mod spmm;
-pub mod testgen;
 
 pub use blocksparse_abi as abi;
+pub use bsr::{BlockShape, Bsr, BsrParts};
+pub use context::{Context, KernelPath, driver_present};
 pub use cudarc;
-pub use bsr::{BlockShape, Bsr};
-pub use device::{Context, DeviceBsr, DeviceMatrix, KernelPath, driver_present};
+pub use device_bsr::DeviceBsr;
 pub use element::{DType, Element, InputElement};
 pub use error::{Error, Result};
-pub use spmm::Plan;
+pub use matrix::{DeviceMatrix, Layout, MatMut, MatRef, MatShape};
+pub use ops::sddmm::SddmmPlan;
+pub use ops::spmm::SpmmPlan;
+pub use ops::{PlanOptions, TileChoice, Transpose};

@@ -1,87 +1,126 @@
-//! The sparse iteration, planned once per sparsity pattern on the host.
+//! The sparse iteration, planned once per sparsity pattern on the host: which thread block
+//! computes which output tile over which blocks, for every op.
 //!
-//! The kernel runs one thread block per [`WorkItem`]: a `(bm, bn)` tile of C and a run of the
-//! block row's A blocks. The planner
-//! - covers every (block row, N tile) exactly once, empty block rows included (they still owe
-//!   `beta * C`);
-//! - splits a block row whose work would dominate the launch (more than twice the fair share of
-//!   one resident thread block, or more blocks than the kernel's column cache holds) into
+//! SpMM-like ops ([`plan_rows`]) run one work item per `(tile row, N tile, matrix)`: a `(tm, tn)`
+//! output tile accumulated over a run of the row's blocks. The planner
+//! - covers every (tile row, N tile, matrix) exactly once, empty rows included (they still owe
+//!   `beta · C`);
+//! - splits a row whose work would dominate the launch (more than twice the fair share of one
+//!   resident thread block, or more blocks than the portable kernel's block cache holds) into
 //!   chunks whose f32 partial tiles the fix-up kernel sums in a fixed order (no atomics:
 //!   bitwise-reproducible results);
 //! - orders the items longest-first where lengths differ a lot (so a few long rows start early
-//!   instead of finishing last), and otherwise in groups of `tile_group` N tiles walked row by
-//!   row, every other group backwards: the thread blocks resident at one time share the same
-//!   columns of B in L2, each block row of A is fetched from DRAM at most once per group instead
-//!   of once per N tile, and a group starts on the A rows its predecessor left in L2.
+//!   instead of finishing last), and otherwise, matrix by matrix, in groups of `tile_group` N
+//!   tiles walked row by row, every other group backwards: the thread blocks resident at one
+//!   time share the same columns of B in L2, each row of A is fetched from DRAM at most once per
+//!   group instead of once per N tile, and a group starts on the A rows its predecessor left in
+//!   L2.
+//!
+//! SDDMM ([`plan_blocks`]) runs one item per run of at most `per_item` blocks of a block row;
+//! every item costs the full K.
+//!
+//! [`schedule_persistent`] deals the items of either kind to a persistent grid.
 
-use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_SLOT, SplitGroup, WorkItem};
+use blocksparse_abi::{MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WorkItem, WorkParams};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
+
+use crate::error::{Error, Result};
 
 /// The host-side plan: what the kernels stream through.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkList {
-    /// One per thread block of the main kernel, in launch order.
+    /// One per thread block of the main kernel (one-block-per-item launches), in launch order.
     pub items: Vec<WorkItem>,
-    /// Split C tiles, one per thread block of the fix-up kernel.
+    /// Split output tiles, one per thread block of the fix-up kernel.
     pub groups: Vec<SplitGroup>,
-    /// Number of `(bm, bn)` f32 partial tiles the split items write.
+    /// Number of `(tm, tn)` f32 partial tiles the split items write.
     pub n_slots: u32,
-    /// N tiles per block row.
-    pub n_tiles: u32,
-    /// The longest item, in A blocks.
+    /// The longest item, in blocks.
     pub max_item_blocks: u32,
-    /// The split threshold used, in A blocks.
-    pub split_limit: u32,
     /// For a persistent grid of `g` thread blocks: `g + 1` offsets into `items`; block `b` runs
     /// `items[schedule[b]..schedule[b + 1]]`. Empty for one-block-per-item launches.
     pub schedule: Vec<u32>,
 }
 
-/// Plans `C(M, n) = A · B` for the block-row structure `row_ptr` (length block rows + 1).
-///
-/// `bk` is the A block width; `resident` the number of thread blocks the GPU runs at once (SMs ×
-/// blocks per SM); `tile_group` how many N tiles are walked together (1: N-tile-major).
-/// Callers validate `row_ptr` first (monotone, starting at 0).
-pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u32, tile_group: u32) -> WorkList {
-    let block_rows = row_ptr.len().saturating_sub(1);
-    let n_tiles = n.div_ceil(tile.bn as usize).max(1) as u32;
-    let row_len = |r: usize| row_ptr[r + 1] - row_ptr[r];
+/// Items a launch may hold (the grid's x extent of one-block-per-item launches).
+const MAX_ITEMS: u64 = i32::MAX as u64;
 
-    // Fair share of one resident thread block, in A blocks (each block costs bm·bk·bn MACs).
-    let total: u64 = (0..block_rows).map(|r| row_len(r) as u64).sum::<u64>() * n_tiles as u64;
+/// What [`plan_rows`] plans: `row_ptr` (rows + 1 entries, monotone from 0) gives each tile row's
+/// blocks; every row has `n_tiles` N tiles; `batch` matrices share the pattern.
+#[derive(Clone, Copy, Debug)]
+pub struct RowsSpec<'a> {
+    /// Block pointers of the tile rows.
+    pub row_ptr: &'a [u32],
+    /// N tiles per row.
+    pub n_tiles: u32,
+    /// Matrices.
+    pub batch: u32,
+    /// K extent of one block.
+    pub kb: u32,
+    /// K depth of one pipeline stage.
+    pub ks: u32,
+    /// Thread blocks the GPU runs at once.
+    pub resident: u32,
+    /// N tiles walked together (1: N-tile-major).
+    pub tile_group: u32,
+}
+
+/// Plans an SpMM-like op (see the module docs). Fails with [`Error::TooLarge`] before
+/// allocating anything proportional to the work when the plan would exceed the launch limits.
+pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
+    let RowsSpec { row_ptr, n_tiles, batch, kb, ks, resident, tile_group } = spec;
+    let rows = row_ptr.len().saturating_sub(1);
+    let n_tiles = n_tiles.max(1);
+    let row_len = |r: usize| row_ptr[r + 1] - row_ptr[r];
+    let cells = (rows as u64) * n_tiles as u64 * batch as u64;
+    if cells > MAX_ITEMS {
+        return Err(Error::TooLarge { what: "work items (tile rows x N tiles x batch)", value: cells as usize });
+    }
+
+    // Fair share of one resident thread block, in blocks (each costs tm·kb·tn MACs).
+    let blocks: u64 = row_ptr.last().copied().unwrap_or(0) as u64;
+    let total = blocks * n_tiles as u64 * batch as u64;
     let fair = total.div_ceil(resident.max(1) as u64);
     // Never split below a few pipeline stages' worth of K: the fix-up would cost more.
-    let min_chunk = (4 * tile.ks).div_ceil(bk).max(1) as u64;
+    let min_chunk = (4 * ks).div_ceil(kb.max(1)).max(1) as u64;
     let split_limit = (2 * fair).max(min_chunk).min(MAX_ITEM_BLOCKS as u64) as u32;
+    let n_items: u64 = (0..rows).map(|r| row_len(r).div_ceil(split_limit).max(1) as u64).sum::<u64>() * n_tiles as u64 * batch as u64;
+    if n_items > MAX_ITEMS {
+        return Err(Error::TooLarge { what: "work items", value: n_items as usize });
+    }
 
-    let mut items = Vec::new();
+    let mut items = Vec::with_capacity(n_items as usize);
     let mut groups = Vec::new();
     let mut n_slots = 0u32;
     let tile_group = tile_group.clamp(1, n_tiles);
-    // Odd groups walk the block rows backwards: a group then starts on the rows of A that the
-    // previous one read last, which are the ones most likely still in L2 (walking forwards
-    // again would reuse A in the order that an LRU cache evicts it).
-    let cells = (0..n_tiles).step_by(tile_group as usize).enumerate().flat_map(|(g, g0)| {
-        (0..block_rows).flat_map(move |i| {
-            let r = if g % 2 == 0 { i } else { block_rows - 1 - i };
-            (g0..(g0 + tile_group).min(n_tiles)).map(move |t| (r, t))
-        })
-    });
-    for (r, t) in cells {
-        let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
-        let len = end - begin;
-        if len <= split_limit {
-            items.push(WorkItem { block_row: r as u32, n_tile: t, blk_begin: begin, blk_end: end, partial_slot: NO_SLOT });
-            continue;
+    for b in 0..batch {
+        // Odd groups walk the rows backwards: a group then starts on the rows of A that the
+        // previous one read last, which are the ones most likely still in L2 (walking forwards
+        // again would reuse A in the order that an LRU cache evicts it).
+        let cells = (0..n_tiles).step_by(tile_group as usize).enumerate().flat_map(|(g, g0)| {
+            (0..rows).flat_map(move |i| {
+                let r = if g % 2 == 0 { i } else { rows - 1 - i };
+                (g0..(g0 + tile_group).min(n_tiles)).map(move |t| (r, t))
+            })
+        });
+        for (r, t) in cells {
+            let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
+            let len = end - begin;
+            let tile_row = r as u32;
+            if len <= split_limit {
+                items.push(WorkItem { tile_row, n_tile: t, blk_begin: begin, blk_end: end, partial_slot: NO_SLOT, batch: b });
+                continue;
+            }
+            let chunks = len.div_ceil(split_limit);
+            groups.push(SplitGroup { tile_row, n_tile: t, first_slot: n_slots, n_slots: chunks, batch: b });
+            for c in 0..chunks {
+                // Near-equal chunks: chunk c covers [len*c/chunks, len*(c+1)/chunks).
+                let lo = begin + (len as u64 * c as u64 / chunks as u64) as u32;
+                let hi = begin + (len as u64 * (c + 1) as u64 / chunks as u64) as u32;
+                items.push(WorkItem { tile_row, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c, batch: b });
+            }
+            n_slots = n_slots.checked_add(chunks).ok_or(Error::TooLarge { what: "split-K slots", value: usize::MAX })?;
         }
-        let chunks = len.div_ceil(split_limit);
-        groups.push(SplitGroup { block_row: r as u32, n_tile: t, first_slot: n_slots, n_slots: chunks });
-        for c in 0..chunks {
-            // Near-equal chunks: chunk c covers [len*c/chunks, len*(c+1)/chunks).
-            let lo = begin + (len as u64 * c as u64 / chunks as u64) as u32;
-            let hi = begin + (len as u64 * (c + 1) as u64 / chunks as u64) as u32;
-            items.push(WorkItem { block_row: r as u32, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c });
-        }
-        n_slots += chunks;
     }
 
     // Longest-first for the items far above the mean; the stable sort keeps the grouped order
@@ -94,21 +133,47 @@ pub fn plan_work(row_ptr: &[u32], n: usize, tile: MmaTile, bk: u32, resident: u3
         if len >= heavy { u64::MAX - len } else { u64::MAX }
     });
     let max_item_blocks = items.iter().map(|i| i.blk_end - i.blk_begin).max().unwrap_or(0);
-    WorkList { items, groups, n_slots, n_tiles, max_item_blocks, split_limit, schedule: Vec::new() }
+    Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
 }
 
-/// Cost of an item in the scheduler's units: its A blocks, plus one for the epilogue (so that
-/// empty items, which still write C, are spread too).
-fn item_cost(i: &WorkItem) -> u64 {
+/// Plans SDDMM: for each matrix and block row, its blocks in runs of at most `per_item`, row
+/// by row (the runs of one row, which read the same rows of X, run side by side).
+pub fn plan_blocks(row_ptr: &[u32], per_item: u32, batch: u32) -> Result<WorkList> {
+    let per_item = per_item.max(1);
+    let rows = row_ptr.len().saturating_sub(1);
+    let per_batch: u64 = (0..rows).map(|r| (row_ptr[r + 1] - row_ptr[r]).div_ceil(per_item) as u64).sum();
+    let n_items = per_batch * batch as u64;
+    if n_items > MAX_ITEMS {
+        return Err(Error::TooLarge { what: "work items", value: n_items as usize });
+    }
+    let mut items = Vec::with_capacity(n_items as usize);
+    for b in 0..batch {
+        for r in 0..rows {
+            let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
+            let mut lo = begin;
+            while lo < end {
+                let hi = (lo + per_item).min(end);
+                items.push(WorkItem { tile_row: r as u32, n_tile: 0, blk_begin: lo, blk_end: hi, partial_slot: NO_SLOT, batch: b });
+                lo = hi;
+            }
+        }
+    }
+    let max_item_blocks = items.iter().map(|i| i.blk_end - i.blk_begin).max().unwrap_or(0);
+    Ok(WorkList { items, groups: Vec::new(), n_slots: 0, max_item_blocks, schedule: Vec::new() })
+}
+
+/// Cost of an SpMM item in the scheduler's units: its blocks, plus one for the epilogue (so
+/// that empty items, which still write C, are spread too).
+pub fn row_item_cost(i: &WorkItem) -> u64 {
     (i.blk_end - i.blk_begin) as u64 + 1
 }
 
 /// Assigns the items of `work` to a persistent grid of `grid` thread blocks: each item, in the
-/// planned order (longest first, then the N-tile groups), goes to the least-loaded block (ties: the
-/// lowest index). That is LPT list scheduling for the long items, and for the uniform rest it
-/// deals items out in order, so the blocks resident at one time still share columns of B.
-/// Reorders `items` block by block and fills `schedule`.
-pub fn schedule_persistent(work: &mut WorkList, grid: u32) {
+/// planned order, goes to the least-loaded block by `cost` (ties: the lowest index). That is
+/// LPT list scheduling for the long items, and for the uniform rest it deals items out in
+/// order, so the blocks resident at one time still share columns of B. Reorders `items` block
+/// by block and fills `schedule`.
+pub fn schedule_persistent(work: &mut WorkList, grid: u32, cost: impl Fn(&WorkItem) -> u64) {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let grid = grid.max(1) as usize;
@@ -117,7 +182,7 @@ pub fn schedule_persistent(work: &mut WorkList, grid: u32) {
     for it in &work.items {
         let Some(Reverse((load, b))) = heap.pop() else { break };
         per_block[b].push(*it);
-        heap.push(Reverse((load + item_cost(it), b)));
+        heap.push(Reverse((load + cost(it), b)));
     }
     let mut schedule = Vec::with_capacity(grid + 1);
     let mut items = Vec::with_capacity(work.items.len());
@@ -130,10 +195,81 @@ pub fn schedule_persistent(work: &mut WorkList, grid: u32) {
     work.schedule = schedule;
 }
 
+/// A work list on the device, with the split-K workspace it needs.
+pub(crate) struct DeviceWork {
+    items: CudaSlice<u32>,
+    schedule: Option<CudaSlice<u32>>,
+    groups: Option<CudaSlice<u32>>,
+    partials: Option<CudaSlice<f32>>,
+    /// Thread blocks of the main launch.
+    pub grid: u32,
+    /// Split output tiles (thread blocks of the fix-up launch).
+    pub n_groups: u32,
+}
+
+/// Guards of a [`DeviceWork`]'s buffers, held across the launches that read them.
+pub(crate) struct WorkGuards<'a> {
+    _guards: Vec<SyncOnDrop<'a>>,
+}
+
+impl DeviceWork {
+    /// Uploads `work` (and allocates `tile_elems` f32 per partial slot). With a schedule, the
+    /// main launch is a persistent grid of `schedule.len() - 1` blocks; otherwise one block per
+    /// item.
+    pub fn upload(stream: &std::sync::Arc<CudaStream>, work: &WorkList, tile_elems: usize) -> Result<Self> {
+        let flat_items: Vec<u32> = work.items.iter().flat_map(|i| [i.tile_row, i.n_tile, i.blk_begin, i.blk_end, i.partial_slot, i.batch]).collect();
+        let items = stream.clone_htod(if flat_items.is_empty() { &[0u32; 6][..] } else { &flat_items })?;
+        let schedule = if work.schedule.is_empty() { None } else { Some(stream.clone_htod(&work.schedule)?) };
+        let groups = if work.groups.is_empty() {
+            None
+        } else {
+            let flat: Vec<u32> = work.groups.iter().flat_map(|g| [g.tile_row, g.n_tile, g.first_slot, g.n_slots, g.batch]).collect();
+            Some(stream.clone_htod(&flat)?)
+        };
+        let partials = if work.n_slots == 0 {
+            None
+        } else {
+            let elems = (work.n_slots as usize).checked_mul(tile_elems).ok_or(Error::TooLarge { what: "split-K workspace", value: usize::MAX })?;
+            Some(stream.alloc_zeros::<f32>(elems)?)
+        };
+        let grid = if work.schedule.is_empty() { work.items.len() } else { work.schedule.len() - 1 };
+        Ok(DeviceWork { items, schedule, groups, partials, grid: grid as u32, n_groups: work.groups.len() as u32 })
+    }
+
+    /// The kernels' view of the work (pointers valid while the guards live).
+    pub fn params<'a>(&'a self, stream: &'a CudaStream) -> (WorkParams, WorkGuards<'a>) {
+        let mut guards = Vec::new();
+        let mut ptr = |s: Option<&'a CudaSlice<u32>>| {
+            s.map_or(0, |s| {
+                let (p, g) = s.device_ptr(stream);
+                guards.push(g);
+                p
+            })
+        };
+        let items = ptr(Some(&self.items));
+        let schedule = ptr(self.schedule.as_ref());
+        let partials = self.partials.as_ref().map_or(0, |s| {
+            let (p, g) = s.device_ptr(stream);
+            guards.push(g);
+            p
+        });
+        (WorkParams { items, schedule, partials }, WorkGuards { _guards: guards })
+    }
+
+    /// The split groups' device address (0 without split items), and its guard.
+    pub fn groups<'a>(&'a self, stream: &'a CudaStream) -> Option<(u64, SyncOnDrop<'a>)> {
+        self.groups.as_ref().map(|g| g.device_ptr(stream))
+    }
+
+    /// Bytes of device memory the work list and workspace take.
+    pub fn bytes(&self) -> usize {
+        4 * (self.items.len() + self.schedule.as_ref().map_or(0, |s| s.len()) + self.groups.as_ref().map_or(0, |s| s.len())) + 4 * self.partials.as_ref().map_or(0, |s| s.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blocksparse_abi::MMA_TILES;
 
     fn row_ptr_from_lens(lens: &[u32]) -> Vec<u32> {
         let mut rp = vec![0];
@@ -143,22 +279,26 @@ mod tests {
         rp
     }
 
-    /// Every (row, tile) covered exactly once, chunks partition the row, slots consistent.
-    fn check_cover(rp: &[u32], n: usize, tile: MmaTile, w: &WorkList) {
+    fn spec(rp: &[u32], n_tiles: u32, batch: u32, resident: u32, tile_group: u32) -> RowsSpec<'_> {
+        RowsSpec { row_ptr: rp, n_tiles, batch, kb: 64, ks: 32, resident, tile_group }
+    }
+
+    /// Every (row, tile, matrix) covered exactly once, chunks partition the row, slots
+    /// consistent.
+    fn check_cover(rp: &[u32], n_tiles: u32, batch: u32, w: &WorkList) {
         let rows = rp.len() - 1;
-        let n_tiles = n.div_ceil(tile.bn as usize);
-        assert_eq!(w.n_tiles as usize, n_tiles);
-        let mut covered = vec![vec![Vec::new(); n_tiles]; rows];
+        let nt = n_tiles as usize;
+        let mut covered = vec![vec![Vec::new(); nt * batch as usize]; rows];
         for it in &w.items {
             assert!(it.blk_begin <= it.blk_end);
             assert!(it.blk_end - it.blk_begin <= MAX_ITEM_BLOCKS);
-            covered[it.block_row as usize][it.n_tile as usize].push(*it);
+            covered[it.tile_row as usize][it.batch as usize * nt + it.n_tile as usize].push(*it);
         }
         let mut slots_seen = vec![0u32; w.n_slots as usize];
         for r in 0..rows {
-            for t in 0..n_tiles {
-                let mut v = covered[r][t].clone();
-                assert!(!v.is_empty(), "row {r} tile {t} not covered");
+            for bt in 0..nt * batch as usize {
+                let mut v = covered[r][bt].clone();
+                assert!(!v.is_empty(), "row {r} tile/batch {bt} not covered");
                 v.sort_by_key(|i| i.blk_begin);
                 assert_eq!(v[0].blk_begin, rp[r]);
                 assert_eq!(v.last().unwrap().blk_end, rp[r + 1]);
@@ -168,7 +308,8 @@ mod tests {
                 if v.len() == 1 {
                     assert_eq!(v[0].partial_slot, NO_SLOT);
                 } else {
-                    let g = w.groups.iter().find(|g| g.block_row as usize == r && g.n_tile as usize == t).expect("split group");
+                    let (b, t) = ((bt / nt) as u32, (bt % nt) as u32);
+                    let g = w.groups.iter().find(|g| g.tile_row as usize == r && g.n_tile == t && g.batch == b).expect("split group");
                     assert_eq!(g.n_slots as usize, v.len());
                     for (c, it) in v.iter().enumerate() {
                         assert_eq!(it.partial_slot, g.first_slot + c as u32);
@@ -182,20 +323,21 @@ mod tests {
 
     #[test]
     fn covers_uniform_empty_and_skewed_rows() {
-        let tile = MMA_TILES[2];
         let cases: Vec<Vec<u32>> = vec![
-            vec![0; 7],                        // all rows empty
-            vec![1],                           // one block
-            vec![16; 64],                      // uniform
-            vec![0, 128, 0, 3, 128, 1, 0, 2],  // skewed with empty rows
-            vec![5000, 1, 1],                  // longer than the column cache
+            vec![0; 7],                       // all rows empty
+            vec![1],                          // one block
+            vec![16; 64],                     // uniform
+            vec![0, 128, 0, 3, 128, 1, 0, 2], // skewed with empty rows
+            vec![5000, 1, 1],                 // longer than the block cache
         ];
         for lens in cases {
             let rp = row_ptr_from_lens(&lens);
-            for n in [1usize, 7, 129, 256, 257, 8192] {
-                for resident in [1u32, 132, 264] {
-                    let w = plan_work(&rp, n, tile, 64, resident, 1 + resident % 3);
-                    check_cover(&rp, n, tile, &w);
+            for n_tiles in [1u32, 2, 32] {
+                for batch in [1u32, 3] {
+                    for resident in [1u32, 132, 264] {
+                        let w = plan_rows(spec(&rp, n_tiles, batch, resident, 1 + resident % 3)).unwrap();
+                        check_cover(&rp, n_tiles, batch, &w);
+                    }
                 }
             }
         }
@@ -203,19 +345,18 @@ mod tests {
 
     #[test]
     fn long_rows_are_split_and_scheduled_first() {
-        let tile = MMA_TILES[2];
-        // One row holds half of all blocks; N small so it would serialize the launch.
+        // One row holds half of all blocks; one N tile, so it would serialize the launch.
         let mut lens = vec![4u32; 255];
         lens.insert(100, 1020);
         let rp = row_ptr_from_lens(&lens);
-        let w = plan_work(&rp, 64, tile, 64, 132, 1);
-        check_cover(&rp, 64, tile, &w);
+        let w = plan_rows(spec(&rp, 1, 1, 132, 1)).unwrap();
+        check_cover(&rp, 1, 1, &w);
         let total: u32 = lens.iter().sum();
         assert!(w.max_item_blocks < 1020, "the long row must be split");
         // Balance: no item is longer than twice the fair share of a resident block (or the
-        // minimum chunk).
+        // minimum chunk of 4 stages).
         let fair = total.div_ceil(132);
-        assert!(w.max_item_blocks <= (2 * fair).max(4 * tile.ks / 64 + 1), "max item {}", w.max_item_blocks);
+        assert!(w.max_item_blocks <= (2 * fair).max(2), "max item {}", w.max_item_blocks);
         // Longest first.
         let first = w.items[0].blk_end - w.items[0].blk_begin;
         assert_eq!(first, w.max_item_blocks);
@@ -223,58 +364,94 @@ mod tests {
 
     #[test]
     fn persistent_schedule_is_balanced_and_complete() {
-        let tile = MMA_TILES[2];
         // Two full rows among light ones: the skewed benchmark pattern.
         let mut lens = vec![14u32; 126];
         lens.insert(10, 128);
         lens.insert(90, 128);
         let rp = row_ptr_from_lens(&lens);
         for grid in [1u32, 7, 132] {
-            let mut w = plan_work(&rp, 8192, tile, 64, grid, 2);
-            let before = w.items.clone();
-            schedule_persistent(&mut w, grid);
-            check_cover(&rp, 8192, tile, &w);
-            assert_eq!(w.schedule.len(), grid as usize + 1);
-            assert_eq!(*w.schedule.last().unwrap() as usize, w.items.len());
-            let mut a = before.clone();
-            let mut b = w.items.clone();
-            a.sort_by_key(|i| (i.n_tile, i.block_row, i.blk_begin));
-            b.sort_by_key(|i| (i.n_tile, i.block_row, i.blk_begin));
-            assert_eq!(a, b, "same items, only reordered");
-            // List-scheduling bound: max load <= mean load + longest item.
-            let loads: Vec<u64> = w.schedule.windows(2).map(|r| w.items[r[0] as usize..r[1] as usize].iter().map(item_cost).sum()).collect();
-            let total: u64 = loads.iter().sum();
-            let longest = w.items.iter().map(item_cost).max().unwrap();
-            let max = *loads.iter().max().unwrap();
-            assert!(max <= total / grid as u64 + longest, "max {max} total {total} longest {longest}");
+            for batch in [1u32, 2] {
+                let mut w = plan_rows(spec(&rp, 16, batch, grid, 2)).unwrap();
+                let before = w.items.clone();
+                schedule_persistent(&mut w, grid, row_item_cost);
+                check_cover(&rp, 16, batch, &w);
+                assert_eq!(w.schedule.len(), grid as usize + 1);
+                assert_eq!(*w.schedule.last().unwrap() as usize, w.items.len());
+                let key = |i: &WorkItem| (i.batch, i.n_tile, i.tile_row, i.blk_begin);
+                let mut a = before.clone();
+                let mut b = w.items.clone();
+                a.sort_by_key(key);
+                b.sort_by_key(key);
+                assert_eq!(a, b, "same items, only reordered");
+                // List-scheduling bound: max load <= mean load + longest item.
+                let loads: Vec<u64> = w.schedule.windows(2).map(|r| w.items[r[0] as usize..r[1] as usize].iter().map(row_item_cost).sum()).collect();
+                let total: u64 = loads.iter().sum();
+                let longest = w.items.iter().map(row_item_cost).max().unwrap();
+                let max = *loads.iter().max().unwrap();
+                assert!(max <= total / grid as u64 + longest, "max {max} total {total} longest {longest}");
+            }
         }
     }
 
     #[test]
     fn uniform_rows_walk_groups_in_alternating_row_order() {
-        let tile = MMA_TILES[2];
-        let rp = row_ptr_from_lens(&vec![16; 128]);
-        let w = plan_work(&rp, 8192, tile, 64, 264, 1);
+        let rp = row_ptr_from_lens(&[16; 128]);
+        let w = plan_rows(spec(&rp, 32, 1, 264, 1)).unwrap();
         assert!(w.groups.is_empty());
         assert_eq!(w.items.len(), 128 * 32);
         for (i, it) in w.items.iter().enumerate() {
             assert_eq!(it.n_tile as usize, i / 128);
             let k = i % 128;
-            assert_eq!(it.block_row as usize, if (i / 128) % 2 == 0 { k } else { 127 - k });
+            assert_eq!(it.tile_row as usize, if (i / 128) % 2 == 0 { k } else { 127 - k });
         }
         // Groups of 3 N tiles (32 = 10 × 3 + 2): row by row within each group, odd groups
-        // from the last row up.
-        let w = plan_work(&rp, 8192, tile, 64, 264, 3);
-        check_cover(&rp, 8192, tile, &w);
+        // from the last row up; a second matrix repeats the walk after the first.
+        let w = plan_rows(spec(&rp, 32, 2, 264, 3)).unwrap();
+        check_cover(&rp, 32, 2, &w);
         let mut i = 0;
-        for (g, g0) in (0..32).step_by(3).enumerate() {
-            for k in 0..128 {
-                let r = if g % 2 == 0 { k } else { 127 - k };
-                for t in g0..(g0 + 3).min(32) {
-                    assert_eq!((w.items[i].block_row as usize, w.items[i].n_tile as usize), (r, t));
-                    i += 1;
+        for b in 0..2 {
+            for (g, g0) in (0..32).step_by(3).enumerate() {
+                for k in 0..128 {
+                    let r = if g % 2 == 0 { k } else { 127 - k };
+                    for t in g0..(g0 + 3).min(32) {
+                        let it = &w.items[i];
+                        assert_eq!((it.batch, it.tile_row as usize, it.n_tile as usize), (b, r, t));
+                        i += 1;
+                    }
                 }
             }
         }
+    }
+
+    #[test]
+    fn plan_blocks_covers_every_block_once() {
+        for lens in [vec![0u32, 0, 0], vec![1], vec![17, 0, 8, 9, 16, 1], vec![40; 10]] {
+            let rp = row_ptr_from_lens(&lens);
+            for per_item in [1u32, 2, 8, 16] {
+                for batch in [1u32, 3] {
+                    let w = plan_blocks(&rp, per_item, batch).unwrap();
+                    let mut seen = vec![0u32; *rp.last().unwrap() as usize * batch as usize];
+                    for it in &w.items {
+                        assert!(it.blk_end > it.blk_begin && it.blk_end - it.blk_begin <= per_item);
+                        let r = it.tile_row as usize;
+                        assert!(it.blk_begin >= rp[r] && it.blk_end <= rp[r + 1], "item stays in its row");
+                        for q in it.blk_begin..it.blk_end {
+                            seen[it.batch as usize * *rp.last().unwrap() as usize + q as usize] += 1;
+                        }
+                    }
+                    assert!(seen.iter().all(|&s| s == 1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn huge_plans_fail_before_allocating() {
+        // 4096 rows with 2^31 - 1 columns worth of N tiles: rejected, not allocated.
+        let rp = row_ptr_from_lens(&[1; 4096]);
+        let n_tiles = (i32::MAX as u32).div_ceil(256);
+        assert!(matches!(plan_rows(spec(&rp, n_tiles, 1, 132, 1)), Err(Error::TooLarge { .. })));
+        assert!(matches!(plan_rows(spec(&rp, 1, u32::MAX, 132, 1)), Err(Error::TooLarge { .. })));
+        assert!(matches!(plan_blocks(&rp, 1, u32::MAX), Err(Error::TooLarge { .. })));
     }
 }

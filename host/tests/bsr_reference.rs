@@ -3,11 +3,9 @@
 //! Every test draws fresh random data; the seed is printed (shown when a test fails) and a
 //! failure is reproduced with `BLOCKSPARSE_SEED=<seed> cargo test ...`.
 
-use blocksparse::reference::{dense_reference, rel_error, spmm_reference};
-use blocksparse::testgen::{
-    TestRng, random_mask, random_values, seeded_rng, skewed_mask, test_seed,
-};
-use blocksparse::{BlockShape, Bsr, Element, Error};
+use blocksparse::{BlockShape, Bsr, Element, Error, Layout, Transpose};
+use blocksparse_testkit::reference::{HostMat, rel_error, spmm_reference};
+use blocksparse_testkit::testgen::{TestRng, random_mask, random_values, seeded_rng, skewed_mask, test_seed};
 use half::{bf16, f16};
 use rand::Rng;
 
@@ -373,31 +371,35 @@ fn spmm_case<T: Element, O: Element>(seed: u64, rng: &mut TestRng, case: Case) {
     let a = Bsr::from_block_mask(m, k, block, &mask, random_values::<T>(nnzb * block.elems(), rng))
         .expect(&ctx);
 
-    let ldb = n + rng.random_range(0..4);
-    let ldc = n + rng.random_range(0..4);
-    let b_packed: Vec<T> = random_values(k * n, rng);
-    let mut b = vec![T::nan(); (k - 1) * ldb + n];
-    for r in 0..k {
-        b[r * ldb..r * ldb + n].copy_from_slice(&b_packed[r * n..(r + 1) * n]);
-    }
-    let c_packed: Vec<O> = random_values(m * n, rng);
-    let mut c = vec![O::nan(); (m - 1) * ldc + n];
-    if beta != 0.0 {
-        for r in 0..m {
-            c[r * ldc..r * ldc + n].copy_from_slice(&c_packed[r * n..(r + 1) * n]);
-        }
-    }
+    // op(A) as the reference streams it, and its dense form.
+    let op_a = if rng.random_bool(0.5) { Transpose::Yes } else { Transpose::No };
+    let dense_a: Vec<f64> = a.to_dense().iter().map(|x| x.to_f64()).collect();
+    let (rows, inner) = if op_a == Transpose::No { (m, k) } else { (k, m) };
+    let op_dense = |i: usize, j: usize| if op_a == Transpose::No { dense_a[i * k + j] } else { dense_a[j * k + i] };
 
-    let got = spmm_reference(alpha, &a, &b, ldb, n, beta, &c, ldc).expect(&ctx);
-    assert_eq!(got.len(), m * n, "{ctx}");
+    // B (inner × n) and the old C (rows × n), padded to their leading dimensions with NaN, in
+    // a random layout each.
+    let b_layout = if rng.random_bool(0.5) { Layout::ColMajor } else { Layout::RowMajor };
+    let b_packed: Vec<T> = random_values(inner * n, rng);
+    let (b, ldb) = padded(&b_packed, inner, n, b_layout, rng);
+    let c_packed: Vec<O> = random_values(rows * n, rng);
+    let (c, ldc) = padded(&c_packed, rows, n, Layout::RowMajor, rng);
+    let c = if beta == 0.0 { vec![O::nan(); c.len()] } else { c };
+    let bm = HostMat { data: &b, rows: inner, cols: n, ld: ldb, layout: b_layout };
+    let cm = HostMat { data: &c, rows, cols: n, ld: ldc, layout: Layout::RowMajor };
+
+    let got = spmm_reference(alpha, &a, op_a, bm, beta, cm);
+    assert_eq!(got.len(), rows * n, "{ctx}");
     assert!(got.iter().all(|x| x.is_finite()), "{ctx}: non-finite output (NaN leaked?)");
 
-    let ab = dense_reference(&a.to_dense(), m, k, &b_packed, n).expect(&ctx);
-    let want: Vec<f64> = ab
-        .iter()
-        .zip(&c_packed)
-        .map(|(&p, &c)| if beta == 0.0 { alpha * p } else { alpha * p + beta * c.to_f64() })
-        .collect();
+    // The naive triple loop on the dense op(A).
+    let mut want = vec![0.0; rows * n];
+    for i in 0..rows {
+        for j in 0..n {
+            let p: f64 = (0..inner).map(|kk| op_dense(i, kk) * b_packed[kk * n + j].to_f64()).sum();
+            want[i * n + j] = if beta == 0.0 { alpha * p } else { alpha * p + beta * c_packed[i * n + j].to_f64() };
+        }
+    }
     if nnzb == 0 {
         // A is zero: the result is exactly beta * C.
         for (g, c) in got.iter().zip(&c_packed) {
@@ -409,6 +411,21 @@ fn spmm_case<T: Element, O: Element>(seed: u64, rng: &mut TestRng, case: Case) {
     }
     let err = rel_error(got.iter().copied(), &want);
     assert!(err < 1e-12, "{ctx}: relative error {err}");
+}
+
+/// A packed row-major `(rows, cols)` matrix laid out in `layout` with a leading dimension up
+/// to 3 past the minimum, the padding NaN.
+fn padded<T: Element>(packed: &[T], rows: usize, cols: usize, layout: Layout, rng: &mut TestRng) -> (Vec<T>, usize) {
+    let (inner, outer) = if layout == Layout::RowMajor { (cols, rows) } else { (rows, cols) };
+    let ld = inner + rng.random_range(0..4);
+    let mut out = vec![T::nan(); (outer - 1) * ld + inner];
+    for i in 0..rows {
+        for j in 0..cols {
+            let at = if layout == Layout::RowMajor { i * ld + j } else { j * ld + i };
+            out[at] = packed[i * cols + j];
+        }
+    }
+    (out, ld)
 }
 
 #[test]
@@ -475,34 +492,6 @@ fn spmm_reference_random_cases() {
             spmm_case::<bf16, f16>(seed, &mut rng, case);
         }
     }
-}
-
-#[test]
-fn spmm_reference_rejects_bad_shapes() {
-    let a = Bsr::<bf16>::empty(32, 64, BlockShape::new(16, 32)).unwrap();
-    let b = vec![bf16::ONE; 64 * 4];
-    let c = vec![0.0f32; 32 * 4];
-    assert!(spmm_reference(1.0, &a, &b, 4, 4, 1.0, &c, 4).is_ok());
-    assert!(matches!(
-        spmm_reference(1.0, &a, &b, 4, 0, 1.0, &c, 4),
-        Err(Error::ZeroDimension { what: "n" })
-    ));
-    assert!(matches!(
-        spmm_reference(1.0, &a, &b, 3, 4, 1.0, &c, 4),
-        Err(Error::LeadingDimension { what: "B", ld: 3, min: 4, .. })
-    ));
-    assert!(matches!(
-        spmm_reference(1.0, &a, &b, 4, 4, 1.0, &c, 2),
-        Err(Error::LeadingDimension { what: "C", ld: 2, min: 4, .. })
-    ));
-    assert!(matches!(
-        spmm_reference(1.0, &a, &b[..255], 4, 4, 1.0, &c, 4),
-        Err(Error::BufferTooSmall { what: "B", needed: 256, got: 255 })
-    ));
-    assert!(matches!(
-        spmm_reference(1.0, &a, &b, 4, 4, 0.0, &c[..127], 4),
-        Err(Error::BufferTooSmall { what: "C", needed: 128, got: 127 })
-    ));
 }
 
 #[test]

@@ -18,6 +18,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use blocksparse::abi::{KernelFamily, OpKind};
 use blocksparse::kernels::{self, PTX_SM80, PTX_SM90A};
 
 const TOOLS_ENV: &str = "BLOCKSPARSE_CUDA_TOOLS";
@@ -181,16 +182,22 @@ fn assembled(tools: &Tools, arch: &'static str) -> &'static Assembled {
 // Expected entry points (from the same lists that generate them)
 // ---------------------------------------------------------------------------------------------
 
-fn mma_entries() -> Vec<&'static str> {
-    kernels::mma_entries().into_iter().map(|e| e.name).collect()
+fn entries_where(f: impl Fn(&kernels::KernelKey) -> bool) -> Vec<&'static str> {
+    kernels::entries().into_iter().filter(|e| f(&e.key)).map(|e| e.name).collect()
 }
 
+/// The portable main kernels (every op).
+fn mma_entries() -> Vec<&'static str> {
+    entries_where(|k| k.family == KernelFamily::Portable && k.op != OpKind::Fixup)
+}
+
+/// The Hopper main kernels (every op).
 fn wgmma_entries() -> Vec<&'static str> {
-    kernels::wgmma_entries().into_iter().map(|e| e.name).collect()
+    entries_where(|k| k.family == KernelFamily::Hopper)
 }
 
 fn fixup_entries() -> Vec<&'static str> {
-    kernels::fixup_entries().into_iter().map(|(name, _)| name).collect()
+    entries_where(|k| k.op == OpKind::Fixup)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -111,25 +111,36 @@ impl Output for F32 {
     }
 }
 
-/// Input types of the Hopper kernel: which wgmma they select.
+/// Input types of the Hopper kernels: which wgmma they select.
 #[cfg(target_feature = "sm_90a")]
 pub trait WgInput {
-    /// `D += A·B` for one m64n256k16 step from shared-memory descriptors.
-    unsafe fn wgmma(d: &mut [f32; 128], desc_a: u64, desc_b: u64);
+    /// `D += A·B` for one m64n256k16 step from shared-memory descriptors; A MN-major when
+    /// `A_MN` (else K-major), B K-major when `B_K` (else MN-major).
+    unsafe fn wgmma<const A_MN: bool, const B_K: bool>(d: &mut [f32; 128], desc_a: u64, desc_b: u64);
 }
 
+/// The wgmma wrapper of one input type for the operand layouts (`A_MN`, `B_K`); the
+/// instruction's transpose immediates are 1 for MN-major.
 #[cfg(target_feature = "sm_90a")]
-impl WgInput for F16 {
-    #[inline(always)]
-    unsafe fn wgmma(d: &mut [f32; 128], desc_a: u64, desc_b: u64) {
-        unsafe { crate::ptx_sm90::wgmma_m64n256k16_f16(d, desc_a, desc_b, 1) }
-    }
+macro_rules! wg_input {
+    ($ty:ident, $kk:ident, $km:ident, $mk:ident, $mm:ident) => {
+        impl WgInput for $ty {
+            #[inline(always)]
+            unsafe fn wgmma<const A_MN: bool, const B_K: bool>(d: &mut [f32; 128], desc_a: u64, desc_b: u64) {
+                use crate::ptx_sm90::*;
+                unsafe {
+                    match (A_MN, B_K) {
+                        (false, true) => $kk(d, desc_a, desc_b, 1),
+                        (false, false) => $km(d, desc_a, desc_b, 1),
+                        (true, true) => $mk(d, desc_a, desc_b, 1),
+                        (true, false) => $mm(d, desc_a, desc_b, 1),
+                    }
+                }
+            }
+        }
+    };
 }
-
 #[cfg(target_feature = "sm_90a")]
-impl WgInput for Bf16 {
-    #[inline(always)]
-    unsafe fn wgmma(d: &mut [f32; 128], desc_a: u64, desc_b: u64) {
-        unsafe { crate::ptx_sm90::wgmma_m64n256k16_bf16(d, desc_a, desc_b, 1) }
-    }
-}
+wg_input!(F16, wgmma_m64n256k16_f16_00, wgmma_m64n256k16_f16_01, wgmma_m64n256k16_f16_10, wgmma_m64n256k16_f16_11);
+#[cfg(target_feature = "sm_90a")]
+wg_input!(Bf16, wgmma_m64n256k16_bf16_00, wgmma_m64n256k16_bf16_01, wgmma_m64n256k16_bf16_10, wgmma_m64n256k16_bf16_11);

@@ -118,10 +118,13 @@ pub fn mma_bf16(d: &mut [f32; 4], a: &[u32; 4], b0: u32, b1: u32) {
     }
 }
 
+/// Shared-memory load. Pure: callers read data that a barrier (an asm the compiler treats as
+/// writing memory) separates from its writes, so repeated or unused loads may be merged or
+/// dropped.
 #[inline(always)]
 pub unsafe fn ld_shared_u32(addr: u32) -> u32 {
     let v: u32;
-    unsafe { asm!("ld.shared.u32 {0}, [{1}];", out(reg32) v, in(reg32) addr, options(nostack, readonly)) };
+    unsafe { asm!("ld.shared.u32 {0}, [{1}];", out(reg32) v, in(reg32) addr, options(pure, nostack, readonly)) };
     v
 }
 
@@ -134,7 +137,7 @@ pub unsafe fn st_shared_u32(addr: u32, v: u32) {
 #[inline(always)]
 pub unsafe fn ld_global_nc_u32(p: *const u32) -> u32 {
     let v: u32;
-    unsafe { asm!("ld.global.nc.u32 {0}, [{1}];", out(reg32) v, in(reg64) p, options(nostack, readonly)) };
+    unsafe { asm!("ld.global.nc.u32 {0}, [{1}];", out(reg32) v, in(reg64) p, options(pure, nostack, readonly)) };
     v
 }
 
@@ -187,6 +190,7 @@ pub unsafe fn st_global_f32(p: *mut f32, v: f32) {
 }
 
 /// 8-byte shared-memory store (`addr` 8-byte aligned).
+#[cfg(target_feature = "sm_90a")]
 #[inline(always)]
 pub unsafe fn st_shared_v2_u32(addr: u32, a: u32, b: u32) {
     unsafe { asm!("st.shared.v2.b32 [{0}], {{{1},{2}}};", in(reg32) addr, in(reg32) a, in(reg32) b, options(nostack)) };
@@ -252,6 +256,28 @@ pub fn f32_to_bf16(x: f32) -> u16 {
     let r: u16;
     // SAFETY: register-only.
     unsafe { asm!("cvt.rn.bf16.f32 {0}, {1};", out(reg16) r, in(reg32) x, options(pure, nomem, nostack)) };
+    r
+}
+
+/// Transposes an 8×8 matrix of 16-bit values held in the `mma` fragment layout (lane `l`: row
+/// `l / 4`, columns `2 (l % 4)` and `+ 1` packed low-first): afterwards lane `l` holds row
+/// `l / 4` of the transpose. All 32 lanes take part.
+#[inline(always)]
+pub fn movmatrix_trans(v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: register-only warp exchange; callers run it warp-uniformly.
+    unsafe { asm!("movmatrix.sync.aligned.m8n8.trans.b16 {0}, {1};", out(reg32) r, in(reg32) v, options(nomem, nostack)) };
+    r
+}
+
+/// `v`, hidden from the optimiser: not pure, so it is evaluated where it is written. Epilogues
+/// pass their strides through it once per item, so that the many address products they derive
+/// are not hoisted out of the item loop into registers that stay live across the main loop.
+#[inline(always)]
+pub fn opaque(v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: a register move.
+    unsafe { asm!("mov.b32 {0}, {1};", out(reg32) r, in(reg32) v, options(nomem, nostack)) };
     r
 }
 

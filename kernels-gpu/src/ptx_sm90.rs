@@ -48,14 +48,15 @@ pub unsafe fn mbar_wait(bar: u32, parity: u32) {
     }
 }
 
-/// 2D TMA load of the box at (`c0` innermost, `c1`) of the tensor map at generic address `tmap`
-/// into shared memory `dst`, completing `bar`'s transaction count.
+/// 3D TMA load of the box at (`c0` innermost, `c1`, `c2`) of the tensor map at generic address
+/// `tmap` into shared memory `dst`, completing `bar`'s transaction count. Elements outside the
+/// tensor are zero-filled (and still counted).
 #[inline(always)]
-pub unsafe fn tma_load_2d(dst: u32, tmap: u64, c0: u32, c1: u32, bar: u32) {
+pub unsafe fn tma_load_3d(dst: u32, tmap: u64, c0: u32, c1: u32, c2: u32, bar: u32) {
     unsafe {
         asm!(
-            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{0}], [{1}, {{{2}, {3}}}], [{4}];",
-            in(reg32) dst, in(reg64) tmap, in(reg32) c0, in(reg32) c1, in(reg32) bar, options(nostack)
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{0}], [{1}, {{{2}, {3}, {4}}}], [{5}];",
+            in(reg32) dst, in(reg64) tmap, in(reg32) c0, in(reg32) c1, in(reg32) c2, in(reg32) bar, options(nostack)
         );
     }
 }
@@ -95,14 +96,15 @@ pub fn set_max_nreg_consumer() {
     unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const blocksparse_abi::CONSUMER_REGS, options(nostack)) };
 }
 
-/// 2D TMA store of the shared-memory box at `src` to (`c0` innermost, `c1`) of the tensor map at
-/// generic address `tmap`, in the current bulk group (elements out of range are not written).
+/// 3D TMA store of the shared-memory box at `src` to (`c0` innermost, `c1`, `c2`) of the tensor
+/// map at generic address `tmap`, in the current bulk group (elements out of range are not
+/// written).
 #[inline(always)]
-pub unsafe fn tma_store_2d(tmap: u64, c0: u32, c1: u32, src: u32) {
+pub unsafe fn tma_store_3d(tmap: u64, c0: u32, c1: u32, c2: u32, src: u32) {
     unsafe {
         asm!(
-            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{0}, {{{1}, {2}}}], [{3}];",
-            in(reg64) tmap, in(reg32) c0, in(reg32) c1, in(reg32) src, options(nostack)
+            "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [{0}, {{{1}, {2}, {3}}}], [{4}];",
+            in(reg64) tmap, in(reg32) c0, in(reg32) c1, in(reg32) c2, in(reg32) src, options(nostack)
         );
     }
 }

@@ -1,13 +1,26 @@
-//! `cargo xtask bench`: the BSR product and dense cuBLAS on the same shapes in one run.
-//! Each measurement: warm-up, then `reps` launches each bracketed by CUDA events, median
-//! reported; inputs rotate over two buffer sets so that repeated runs do not just re-read L2.
+//! `cargo xtask bench`: the block-sparse products and dense cuBLAS on the same shapes in one
+//! run. Each measurement: warm-up, then `reps` launches each bracketed by CUDA events, median
+//! reported. Dense operands are random (never zeros) and made once per shape.
+//!
+//! Suites (flags add to the default plain-SpMM sweep):
+//! - default: `C = A·B` for each block size × density (× `--skewed`, `--structured` masks);
+//! - `--ops`: every op and layout on the uniform masks: SpMM with op(A) ∈ {A, Aᵀ}, op(B) ∈ {B,
+//!   Bᵀ}, C row- or column-major; dense × sparse in its four transpose combinations; SDDMM with
+//!   X and Y in either layout; each SpMM-like row also as a time ratio to plain SpMM on the same
+//!   pattern;
+//! - `--batched`: 16 matrices of 2048³ sharing one pattern (SpMM and SDDMM), against dense
+//!   cuBLAS strided-batched GEMM on the same shapes;
+//! - `--peers`: PyTorch's Triton BSR kernels on the same cases (default parameters and, with
+//!   `--tune`, tuned for this GPU by `tune_bsr_dense_addmm`, cached in `--peer-cache`).
 
+use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use blocksparse::dense::DenseGemm;
-use blocksparse::testgen::{banded_mask, block_diagonal_mask, exact_mask, random_values, seeded_rng, skewed_mask, TestRng};
-use blocksparse::{BlockShape, Bsr, Context, DType, DeviceMatrix, InputElement, KernelPath};
+use blocksparse::{BlockShape, Bsr, Context, DType, DeviceBsr, DeviceMatrix, InputElement, KernelPath, Layout, MatMut, MatRef, PlanOptions, Transpose};
+use blocksparse_testkit::dense::DenseGemm;
+use blocksparse_testkit::testgen::{TestRng, banded_mask, block_diagonal_mask, exact_mask, random_values, seeded_rng, skewed_mask};
 use half::{bf16, f16};
+use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
 use serde::Serialize;
 
@@ -34,23 +47,30 @@ pub struct Args {
     /// Also time a skewed pattern (a few block rows hold half the blocks) for each case.
     #[arg(long)]
     skewed: bool,
-    /// Also time structured patterns of the same density for each case: banded (sliding-window
-    /// attention: each row's blocks around its diagonal) and block-diagonal (groups of rows on
-    /// the same columns, as experts or heads).
+    /// Also time banded and block-diagonal patterns of the same density for each case.
     #[arg(long)]
     structured: bool,
-    /// Also time these tuning tile configurations (indices into blocksparse::abi::MMA_TILES;
-    /// f16 only), each on the cases whose block size matches its block height.
-    #[arg(long, value_delimiter = ',')]
-    tiles: Vec<usize>,
-    /// Also time the default kernel with these N-tile group sizes instead of the planner's
-    /// (how many B column strips it walks together; see `Context::plan_grouped`).
+    /// Also time every op and layout (see the module docs).
+    #[arg(long)]
+    ops: bool,
+    /// Also time the batched cases (16 × 2048³).
+    #[arg(long)]
+    batched: bool,
+    /// Skip the plain SpMM sweep (with --ops or --batched).
+    #[arg(long)]
+    no_plain: bool,
+    /// Also time plain SpMM with these N-tile group sizes instead of the planner's.
     #[arg(long, value_delimiter = ',')]
     groups: Vec<u32>,
-    /// Also run PyTorch's BSR product (torch.sparse, Triton kernel) on the same cases, when
-    /// python3 with torch is available.
+    /// Also run PyTorch's BSR kernels on the same cases (python3 with torch and triton).
     #[arg(long)]
     peers: bool,
+    /// With --peers: also tune PyTorch's kernel for this GPU on the plain SpMM cases.
+    #[arg(long)]
+    tune: bool,
+    /// Cache of PyTorch's tuned parameters (read and extended across runs).
+    #[arg(long, default_value = "target/torch_tuned.json")]
+    peer_cache: String,
     /// Timed launches per measurement (median reported).
     #[arg(long, default_value_t = 50)]
     reps: usize,
@@ -59,33 +79,39 @@ pub struct Args {
     json: String,
 }
 
-#[derive(Serialize, Clone)]
-struct Row {
-    dtype: String,
-    m: usize,
-    n: usize,
-    k: usize,
-    block: usize,
-    /// Kernel and tile the plan chose (or the tuning tile forced).
-    kernel: String,
-    pattern: String,
-    density: f64,
-    nnzb: usize,
-    bsr_ms: f64,
-    bsr_tflops: f64,
-    dense_ms: f64,
-    dense_tflops: f64,
-    /// Effective BSR TFLOP/s over dense TFLOP/s (same M×N×K).
-    ratio_to_dense: f64,
-    /// K_eff = average blocks per block row × bk: the dense product with the same work.
-    k_eff: usize,
-    dense_eff_tflops: f64,
-    /// Effective BSR TFLOP/s over dense TFLOP/s at M×N×K_eff (the cost of sparsity itself).
-    ratio_to_equal_work: f64,
-    /// PyTorch's BSR kernel on the same case (`--peers`), effective TFLOP/s.
-    peer_tflops: Option<f64>,
-    /// Dense time over BSR time.
-    speedup: f64,
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    pub op: String,
+    pub dtype: String,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub batch: usize,
+    pub block: usize,
+    pub kernel: String,
+    pub pattern: String,
+    pub density: f64,
+    pub nnzb: usize,
+    pub ms: f64,
+    /// Effective TFLOP/s: nonzero blocks' work only.
+    pub tflops: f64,
+    pub dense_ms: f64,
+    pub dense_tflops: f64,
+    /// Effective TFLOP/s over dense TFLOP/s (same shapes, same run).
+    pub ratio_to_dense: f64,
+    /// Dense time over our time.
+    pub speedup: f64,
+    /// SpMM-like ops: our time over plain SpMM's on the same pattern.
+    pub vs_plain: Option<f64>,
+    /// PyTorch, default parameters (GPU time, CUDA graph), effective TFLOP/s.
+    pub peer_tflops: Option<f64>,
+    /// PyTorch tuned for this GPU.
+    pub peer_tuned_tflops: Option<f64>,
+    /// Ours over PyTorch tuned.
+    pub ours_over_tuned: Option<f64>,
+    /// The same case for the peers' script.
+    #[serde(skip)]
+    pub peer_case: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -98,11 +124,16 @@ struct Report {
     rows: Vec<Row>,
 }
 
-/// Median of `reps` event-timed runs of `f` after `warmup` untimed ones, in ms.
-fn time_ms(ctx: &Context, reps: usize, mut f: impl FnMut(usize) -> Result<(), String>) -> Result<f64, String> {
+type Res<T> = Result<T, String>;
+
+fn err(e: blocksparse::Error) -> String {
+    e.to_string()
+}
+
+/// Median of `reps` event-timed runs of `f` after 5 warm-up ones, in ms.
+fn time_ms(ctx: &Context, reps: usize, mut f: impl FnMut(usize) -> Res<()>) -> Res<f64> {
     let e = |e: blocksparse::cudarc::driver::DriverError| e.to_string();
-    let warmup = 5;
-    for i in 0..warmup {
+    for i in 0..5 {
         f(i)?;
     }
     let cu = ctx.cuda();
@@ -110,7 +141,7 @@ fn time_ms(ctx: &Context, reps: usize, mut f: impl FnMut(usize) -> Result<(), St
     let start = cu.new_event(timing).map_err(e)?;
     let stop = cu.new_event(timing).map_err(e)?;
     let mut times = Vec::with_capacity(reps);
-    for i in 0..reps {
+    for i in 0..reps.max(1) {
         start.record(ctx.stream()).map_err(e)?;
         f(i)?;
         stop.record(ctx.stream()).map_err(e)?;
@@ -121,146 +152,325 @@ fn time_ms(ctx: &Context, reps: usize, mut f: impl FnMut(usize) -> Result<(), St
     Ok(times[times.len() / 2])
 }
 
-fn dense_time<T: InputElement>(ctx: &Context, gemm: &DenseGemm, m: usize, n: usize, k: usize, reps: usize, rng: &mut TestRng) -> Result<f64, String> {
-    let e = |e: blocksparse::Error| e.to_string();
-    let a = ctx.upload_matrix(m, k, &random_values::<T>(m * k, rng)).map_err(e)?;
-    let bs: Vec<DeviceMatrix<T>> =
-        (0..2).map(|_| ctx.upload_matrix(k, n, &random_values::<T>(k * n, rng))).collect::<Result<_, _>>().map_err(e)?;
-    let mut cs: Vec<DeviceMatrix<T>> = (0..2).map(|_| ctx.zeros_matrix::<T>(m, n)).collect::<Result<_, _>>().map_err(e)?;
-    let ms = time_ms(ctx, reps, |i| gemm.gemm(ctx, &a, &bs[i % 2], &mut cs[i % 2]).map_err(e))?;
-    Ok(ms)
-}
-
-/// Which plan a measurement uses.
-#[derive(Clone, Copy)]
-enum Choice {
-    Default,
-    /// A tuning tile (`MMA_TILES` index).
-    Tile(usize),
-    /// The default kernel with this N-tile group size.
-    Group(u32),
-}
-
-#[allow(clippy::too_many_arguments)]
-fn bsr_time<T: InputElement>(ctx: &Context, mask: &[bool], m: usize, n: usize, k: usize, bs: usize, choice: Choice, reps: usize, rng: &mut TestRng) -> Result<(f64, usize, String), String> {
-    let e = |e: blocksparse::Error| e.to_string();
-    let nnzb = mask.iter().filter(|&&x| x).count();
-    let a = Bsr::from_block_mask(m, k, BlockShape::square(bs), mask, random_values::<T>(nnzb * bs * bs, rng)).map_err(e)?;
-    let a_dev = ctx.upload_bsr(&a).map_err(e)?;
-    let bsets: Vec<DeviceMatrix<T>> =
-        (0..2).map(|_| ctx.upload_matrix(k, n, &random_values::<T>(k * n, rng))).collect::<Result<_, _>>().map_err(e)?;
-    let mut cs: Vec<DeviceMatrix<T>> = (0..2).map(|_| ctx.zeros_matrix::<T>(m, n)).collect::<Result<_, _>>().map_err(e)?;
-    let plan = match choice {
-        Choice::Default => ctx.plan(&a_dev, n),
-        Choice::Tile(t) => ctx.plan_with_tile(&a_dev, n, t),
-        Choice::Group(g) => ctx.plan_grouped(&a_dev, n, Some(g)),
-    }
-    .map_err(e)?;
-    let kernel = match choice {
-        Choice::Group(g) => format!("{:?}G{g}", plan.kernel()),
-        _ => format!("{:?}", plan.kernel()),
-    };
-    let ms = time_ms(ctx, reps, |i| ctx.spmm(&plan, 1.0, &a_dev, &bsets[i % 2], 0.0, &mut cs[i % 2]).map_err(e))?;
-    Ok((ms, nnzb, kernel))
-}
-
-/// TFLOP/s of `flops` done in `ms` milliseconds.
 fn tflops(flops: f64, ms: f64) -> f64 {
     flops / (ms * 1e-3) / 1e12
 }
 
-fn dense_tflops(m: usize, n: usize, k: usize, ms: f64) -> f64 {
-    tflops(2.0 * m as f64 * n as f64 * k as f64, ms)
+/// Random dense matrices, made once per shape and dtype and reused by every case.
+struct Pool<T> {
+    mats: HashMap<(usize, usize, usize, usize), DeviceMatrix<T>>,
 }
 
-fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, rng: &mut TestRng) -> Result<(), String> {
+impl<T: InputElement> Pool<T> {
+    /// The `copy`-th random row-major batch of `(rows, cols)` matrices.
+    fn get(&mut self, ctx: &Context, (batch, rows, cols): (usize, usize, usize), copy: usize, rng: &mut TestRng) -> Res<&DeviceMatrix<T>> {
+        let key = (batch, rows, cols, copy);
+        if !self.mats.contains_key(&key) {
+            let m = ctx.upload_matrix_batch(batch, rows, cols, &random_values::<T>(batch * rows * cols, rng)).map_err(err)?;
+            self.mats.insert(key, m);
+        }
+        Ok(&self.mats[&key])
+    }
+}
+
+fn out_view<T: InputElement>(m: &mut DeviceMatrix<T>, layout: Layout) -> MatMut<'_, T> {
+    match layout {
+        Layout::RowMajor => m.view_mut(),
+        Layout::ColMajor => m.t_mut(),
+    }
+}
+
+struct Bench<'a, T: InputElement> {
+    ctx: &'a Context,
+    args: &'a Args,
+    gemm: DenseGemm,
+    pool: Pool<T>,
+    outs: HashMap<(usize, usize, usize), DeviceMatrix<T>>,
+    dense_ms: HashMap<(usize, usize, usize, usize), f64>,
+    rng: TestRng,
+}
+
+impl<'a, T: InputElement> Bench<'a, T> {
+    /// Dense cuBLAS on `batch × (m, k) · (k, n)`, measured once per shape.
+    fn dense(&mut self, batch: usize, m: usize, n: usize, k: usize) -> Res<f64> {
+        if let Some(&t) = self.dense_ms.get(&(batch, m, n, k)) {
+            return Ok(t);
+        }
+        let a = self.ctx.upload_matrix_batch(batch, m, k, &random_values::<T>(batch * m * k, &mut self.rng)).map_err(err)?;
+        let b = self.ctx.upload_matrix_batch(batch, k, n, &random_values::<T>(batch * k * n, &mut self.rng)).map_err(err)?;
+        let mut c = self.ctx.zeros_matrix_batch::<T>(batch, m, n).map_err(err)?;
+        let (gemm, ctx, reps) = (&self.gemm, self.ctx, self.args.reps);
+        let t = time_ms(ctx, reps, |_| gemm.gemm(ctx, &a, &b, &mut c))?;
+        self.dense_ms.insert((batch, m, n, k), t);
+        Ok(t)
+    }
+
+    fn out(&mut self, batch: usize, rows: usize, cols: usize) -> Res<&mut DeviceMatrix<T>> {
+        let key = (batch, rows, cols);
+        if !self.outs.contains_key(&key) {
+            let m = self.ctx.zeros_matrix_batch::<T>(batch, rows, cols).map_err(err)?;
+            self.outs.insert(key, m);
+        }
+        Ok(self.outs.get_mut(&key).expect("inserted above"))
+    }
+
+    fn bsr(&mut self, batch: usize, m: usize, k: usize, bs: usize, mask: &[bool]) -> Res<DeviceBsr<T>> {
+        let nnzb = mask.iter().filter(|&&x| x).count();
+        let mats: Vec<Bsr<T>> = (0..batch)
+            .map(|_| Bsr::from_block_mask(m, k, BlockShape::square(bs), mask, random_values::<T>(nnzb * bs * bs, &mut self.rng)))
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
+        self.ctx.upload_bsr_batch(&mats).map_err(err)
+    }
+
+    /// SpMM `C = op(A) · op(B)` timed. Returns (ms, kernel).
+    #[allow(clippy::too_many_arguments)]
+    fn spmm(&mut self, a: &DeviceBsr<T>, op_a: Transpose, b_layout: Layout, c_layout: Layout, n: usize, opts: &PlanOptions, rotate: bool) -> Res<(f64, String)> {
+        let (ctx, reps) = (self.ctx, self.args.reps);
+        let plan = ctx.plan_spmm_with(a, op_a, n, opts).map_err(err)?;
+        let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+        let (rows, k) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
+        let batch = a.batch();
+        // Two B sets (rotated) where asked, so that repeated runs do not just re-read L2.
+        let copies = if rotate { 2 } else { 1 };
+        for copy in 0..copies {
+            self.pool.get(ctx, key3(batch, k, n, b_layout), copy, &mut self.rng)?;
+        }
+        let (crow, ccol) = if c_layout == Layout::RowMajor { (rows, n) } else { (n, rows) };
+        self.out(batch, crow, ccol)?;
+        let Bench { pool, outs, .. } = self;
+        let bs: Vec<MatRef<'_, T>> = (0..copies).map(|copy| logical(pool, batch, k, n, b_layout, copy)).collect();
+        let c = outs.get_mut(&(batch, crow, ccol)).expect("made above");
+        let ms = time_ms(ctx, reps, |i| ctx.spmm(&plan, 1.0, a, bs[i % copies], 0.0, out_view(c, c_layout)).map_err(err))?;
+        Ok((ms, kernel))
+    }
+
+    /// Dense × sparse `C = op(X) · op(A)` (C row-major) timed.
+    fn dense_sparse(&mut self, a: &DeviceBsr<T>, x_layout: Layout, op_a: Transpose, m: usize) -> Res<(f64, String)> {
+        let (ctx, reps) = (self.ctx, self.args.reps);
+        let plan = ctx.plan_dense_sparse(a, op_a, m).map_err(err)?;
+        let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+        let (k, n) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
+        let batch = a.batch();
+        self.pool.get(ctx, key3(batch, m, k, x_layout), 0, &mut self.rng)?;
+        self.out(batch, m, n)?;
+        let Bench { pool, outs, .. } = self;
+        let x = logical(pool, batch, m, k, x_layout, 0);
+        let c = outs.get_mut(&(batch, m, n)).expect("made above");
+        let ms = time_ms(ctx, reps, |_| ctx.dense_sparse(&plan, 1.0, x, a, 0.0, c.view_mut()).map_err(err))?;
+        Ok((ms, kernel))
+    }
+
+    /// SDDMM at `c`'s pattern with inner dimension `k` timed.
+    fn sddmm(&mut self, c: &mut DeviceBsr<T>, x_layout: Layout, y_layout: Layout, k: usize) -> Res<(f64, String)> {
+        let (ctx, reps) = (self.ctx, self.args.reps);
+        let plan = ctx.plan_sddmm(c, k).map_err(err)?;
+        let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+        let (m, n, batch) = (c.nrows(), c.ncols(), c.batch());
+        self.pool.get(ctx, key3(batch, m, k, x_layout), 0, &mut self.rng)?;
+        self.pool.get(ctx, key3(batch, k, n, y_layout), 1, &mut self.rng)?;
+        let x = logical(&self.pool, batch, m, k, x_layout, 0);
+        let y = logical(&self.pool, batch, k, n, y_layout, 1);
+        let ms = time_ms(ctx, reps, |_| ctx.sddmm(&plan, 1.0, x, y, 0.0, c).map_err(err))?;
+        Ok((ms, kernel))
+    }
+}
+
+/// The pooled row-major buffer shape behind a logical `(rows, cols)` view in `layout`.
+fn key3(batch: usize, rows: usize, cols: usize, layout: Layout) -> (usize, usize, usize) {
+    match layout {
+        Layout::RowMajor => (batch, rows, cols),
+        Layout::ColMajor => (batch, cols, rows),
+    }
+}
+
+/// The logical `(rows, cols)` view in `layout` of a pooled buffer (made before).
+fn logical<T: InputElement>(pool: &Pool<T>, batch: usize, rows: usize, cols: usize, layout: Layout, copy: usize) -> MatRef<'_, T> {
+    let (b, r, c) = key3(batch, rows, cols, layout);
+    let m = &pool.mats[&(b, r, c, copy)];
+    if layout == Layout::RowMajor { m.view() } else { m.t() }
+}
+
+fn pattern_masks(args: &Args, br: usize, bc: usize, density: f64, rng: &mut TestRng) -> Vec<(String, Vec<bool>)> {
+    let mut v = vec![("uniform".to_string(), exact_mask(br, bc, density, rng))];
+    if args.skewed {
+        v.push(("skewed".to_string(), skewed_mask(br, bc, density, (br / 64).max(1), 0.5, rng)));
+    }
+    if args.structured {
+        v.push(("banded".to_string(), banded_mask(br, bc, density)));
+        v.push(("blockdiag".to_string(), block_diagonal_mask(br, bc, density)));
+    }
+    v
+}
+
+fn short(l: Layout) -> &'static str {
+    if l == Layout::RowMajor { "R" } else { "C" }
+}
+
+fn t(o: Transpose) -> &'static str {
+    if o == Transpose::Yes { "T" } else { "N" }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(op: String, dtype: DType, (batch, m, n, k): (usize, usize, usize, usize), bs: usize, pattern: &str, density: f64, nnzb: usize, kernel: String, ms: f64, flops: f64, dense_ms: f64) -> Row {
+    let dense_tflops = tflops(2.0 * (batch * m * n * k) as f64, dense_ms);
+    let ours = tflops(flops, ms);
+    Row {
+        op,
+        dtype: dtype.to_string(),
+        m,
+        n,
+        k,
+        batch,
+        block: bs,
+        kernel,
+        pattern: pattern.to_string(),
+        density,
+        nnzb,
+        ms,
+        tflops: ours,
+        dense_ms,
+        dense_tflops,
+        ratio_to_dense: ours / dense_tflops,
+        speedup: dense_ms / ms,
+        vs_plain: None,
+        peer_tflops: None,
+        peer_tuned_tflops: None,
+        ours_over_tuned: None,
+        peer_case: None,
+    }
+}
+
+fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, bar: &ProgressBar) -> Res<()> {
+    let gemm = DenseGemm::new(ctx)?;
+    let mut b = Bench::<T> { ctx, args, gemm, pool: Pool { mats: HashMap::new() }, outs: HashMap::new(), dense_ms: HashMap::new(), rng: seeded_rng(rand::rng().random()) };
     let (m, n, k) = (args.m, args.n, args.k);
-    let gemm = DenseGemm::new(ctx).map_err(|e| e.to_string())?;
-    let dense_ms = dense_time::<T>(ctx, &gemm, m, n, k, args.reps, rng)?;
-    let dense_full = dense_tflops(m, n, k, dense_ms);
-    let mut equal_work = std::collections::HashMap::new();
-    for &bs in &args.blocks {
-        for &density in &args.densities {
-            let (br, bc) = (m / bs, k / bs);
-            let mut patterns = vec![("uniform".to_string(), exact_mask(br, bc, density, rng))];
-            if args.skewed {
-                patterns.push(("skewed".to_string(), skewed_mask(br, bc, density, (br / 64).max(1), 0.5, rng)));
-            }
-            if args.structured {
-                patterns.push(("banded".to_string(), banded_mask(br, bc, density)));
-                patterns.push(("blockdiag".to_string(), block_diagonal_mask(br, bc, density)));
-            }
-            let mut tiles = vec![Choice::Default];
-            if T::DTYPE == DType::F16 {
-                tiles.extend(
-                    args.tiles
-                        .iter()
-                        .copied()
-                        .filter(|&t| blocksparse::abi::MMA_TILES.get(t).is_some_and(|c| c.bm as usize == bs))
-                        .map(Choice::Tile),
-                );
-            }
-            tiles.extend(args.groups.iter().map(|&g| Choice::Group(g)));
-            for ((pattern, mask), tile) in patterns.iter().flat_map(|p| tiles.iter().map(move |&t| (p, t))) {
-                let (pattern, mask) = (pattern.clone(), mask);
-                let (ms, nnzb, kernel) = bsr_time::<T>(ctx, mask, m, n, k, bs, tile, args.reps, rng)?;
-                let flops = 2.0 * nnzb as f64 * (bs * bs) as f64 * n as f64;
-                let bsr_tflops = tflops(flops, ms);
-                // Rounded to a multiple of 64 so that cuBLAS runs its regular kernels.
-                let k_eff = ((nnzb * bs * bs) as f64 / m as f64 / 64.0).round().max(1.0) as usize * 64;
-                let dense_eff = match equal_work.get(&k_eff) {
-                    Some(&t) => t,
-                    None => {
-                        let t = dense_tflops(m, n, k_eff, dense_time::<T>(ctx, &gemm, m, n, k_eff, args.reps, rng)?);
-                        equal_work.insert(k_eff, t);
-                        t
+    let dt = T::DTYPE;
+    let peer = |op: &str, bs: usize, density: f64, batch: usize, (mm, nn, kk): (usize, usize, usize), ta: bool, tb: bool, tune: bool| {
+        serde_json::json!({"op": op, "m": mm, "n": nn, "k": kk, "block": bs, "density": density, "dtype": dt.to_string(), "batch": batch, "trans_a": ta, "trans_b": tb, "tune": tune})
+    };
+    if !args.no_plain {
+        let dense_ms = b.dense(1, m, n, k)?;
+        for &bs in &args.blocks {
+            for &density in &args.densities {
+                for (pattern, mask) in pattern_masks(args, m / bs, k / bs, density, &mut b.rng) {
+                    bar.set_message(format!("{dt} spmm b{bs} {pattern} {density}"));
+                    let nnzb = mask.iter().filter(|&&x| x).count();
+                    let a = b.bsr(1, m, k, bs, &mask)?;
+                    let flops = 2.0 * (nnzb * bs * bs * n) as f64;
+                    let mut choices = vec![(String::from("spmm"), PlanOptions::default())];
+                    choices.extend(args.groups.iter().map(|&g| (format!("spmm G{g}"), PlanOptions { n_tile_group: Some(g) })));
+                    for (label, opts) in choices {
+                        let (ms, kernel) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
+                        let mut r = row(label.clone(), dt, (1, m, n, k), bs, &pattern, density, nnzb, kernel, ms, flops, dense_ms);
+                        if pattern == "uniform" && label == "spmm" {
+                            r.peer_case = Some(peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune && density == args.densities[0]));
+                        }
+                        rows.push(r);
                     }
-                };
-                rows.push(Row {
-                    dtype: T::DTYPE.to_string(),
-                    m,
-                    n,
-                    k,
-                    block: bs,
-                    kernel,
-                    pattern,
-                    density,
-                    nnzb,
-                    bsr_ms: ms,
-                    bsr_tflops,
-                    dense_ms,
-                    dense_tflops: dense_full,
-                    ratio_to_dense: bsr_tflops / dense_full,
-                    k_eff,
-                    dense_eff_tflops: dense_eff,
-                    ratio_to_equal_work: bsr_tflops / dense_eff,
-                    peer_tflops: None,
-                    speedup: dense_ms / ms,
-                });
+                    bar.inc(1);
+                }
             }
+        }
+    }
+    if args.ops {
+        let dense_ms = b.dense(1, m, n, k)?;
+        let density = args.densities[0];
+        for &bs in &args.blocks {
+            let mask = exact_mask(m / bs, k / bs, density, &mut b.rng);
+            let nnzb = mask.iter().filter(|&&x| x).count();
+            let a = b.bsr(1, m, k, bs, &mask)?;
+            let flops = 2.0 * (nnzb * bs * bs * n) as f64;
+            let (plain, _) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &PlanOptions::default(), false)?;
+            for op_a in [Transpose::No, Transpose::Yes] {
+                for bl in [Layout::RowMajor, Layout::ColMajor] {
+                    for cl in [Layout::RowMajor, Layout::ColMajor] {
+                        bar.set_message(format!("{dt} spmm A{} B{} C{} b{bs}", t(op_a), short(bl), short(cl)));
+                        let (ms, kernel) = b.spmm(&a, op_a, bl, cl, n, &PlanOptions::default(), false)?;
+                        let mut r = row(format!("spmm A{} B{} C{}", t(op_a), short(bl), short(cl)), dt, (1, m, n, k), bs, "uniform", density, nnzb, kernel, ms, flops, dense_ms);
+                        r.vs_plain = Some(ms / plain);
+                        // PyTorch on the two single-transpose forms (its plain form is the main row).
+                        if cl == Layout::RowMajor && (op_a == Transpose::Yes) != (bl == Layout::ColMajor) {
+                            r.peer_case = Some(peer("spmm", bs, density, 1, (m, n, k), op_a == Transpose::Yes, bl == Layout::ColMajor, false));
+                        }
+                        rows.push(r);
+                    }
+                }
+            }
+            for xl in [Layout::RowMajor, Layout::ColMajor] {
+                for op_a in [Transpose::No, Transpose::Yes] {
+                    bar.set_message(format!("{dt} dense x sparse X{} A{} b{bs}", short(xl), t(op_a)));
+                    let (ms, kernel) = b.dense_sparse(&a, xl, op_a, m)?;
+                    let mut r = row(format!("dxs X{} A{} CR", short(xl), t(op_a)), dt, (1, m, n, k), bs, "uniform", density, nnzb, kernel, ms, flops, dense_ms);
+                    r.vs_plain = Some(ms / plain);
+                    rows.push(r);
+                }
+            }
+            // SDDMM at the same pattern (C is (m, k) here: X (m, n), Y (n, k) with n as K).
+            let mut c = b.ctx.zeros_bsr_like::<T, T>(&a, 1).map_err(err)?;
+            let sflops = 2.0 * (nnzb * bs * bs * n) as f64;
+            for xl in [Layout::RowMajor, Layout::ColMajor] {
+                for yl in [Layout::RowMajor, Layout::ColMajor] {
+                    bar.set_message(format!("{dt} sddmm X{} Y{} b{bs}", short(xl), short(yl)));
+                    let (ms, kernel) = b.sddmm(&mut c, xl, yl, n)?;
+                    let mut r = row(format!("sddmm X{} Y{}", short(xl), short(yl)), dt, (1, m, k, n), bs, "uniform", density, nnzb, kernel, ms, sflops, dense_ms);
+                    // PyTorch on the attention (Q·Kᵀ) and weight-gradient (dyᵀ·x) forms.
+                    if xl != yl {
+                        r.peer_case = Some(peer("sddmm", bs, density, 1, (m, k, n), xl == Layout::ColMajor, yl == Layout::ColMajor, false));
+                    }
+                    rows.push(r);
+                }
+            }
+            bar.inc(1);
+        }
+    }
+    if args.batched {
+        let (batch, s) = (16, 2048);
+        let dense_ms = b.dense(batch, s, s, s)?;
+        let density = args.densities[0];
+        for &bs in &args.blocks {
+            bar.set_message(format!("{dt} batched b{bs}"));
+            let mask = exact_mask(s / bs, s / bs, density, &mut b.rng);
+            let nnzb = mask.iter().filter(|&&x| x).count();
+            let a = b.bsr(batch, s, s, bs, &mask)?;
+            let flops = 2.0 * (batch * nnzb * bs * bs * s) as f64;
+            let (ms, kernel) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, s, &PlanOptions::default(), false)?;
+            let mut r = row("spmm batched".into(), dt, (batch, s, s, s), bs, "uniform", density, nnzb, kernel, ms, flops, dense_ms);
+            r.peer_case = Some(peer("spmm", bs, density, batch, (s, s, s), false, false, false));
+            rows.push(r);
+            let mut c = b.ctx.zeros_bsr_like::<T, T>(&a, batch).map_err(err)?;
+            let (ms, kernel) = b.sddmm(&mut c, Layout::RowMajor, Layout::ColMajor, s)?;
+            let mut r = row("sddmm batched XR YC".into(), dt, (batch, s, s, s), bs, "uniform", density, nnzb, kernel, ms, flops, dense_ms);
+            r.peer_case = Some(peer("sddmm", bs, density, batch, (s, s, s), false, true, false));
+            rows.push(r);
+            bar.inc(1);
         }
     }
     Ok(())
 }
 
-pub fn run(args: Args) -> Result<bool, String> {
+pub fn run(args: Args) -> Res<bool> {
     let ctx = crate::open_context(args.path)?;
     for &bs in &args.blocks {
-        if args.m % bs != 0 || args.k % bs != 0 {
+        if args.m % bs != 0 || args.k % bs != 0 || (args.batched && 2048 % bs != 0) {
             return Err(format!("M = {} and K = {} must be multiples of the block size {bs}", args.m, args.k));
         }
     }
-    let mut rng = seeded_rng(rand::rng().random());
+    let per_dtype = (if args.no_plain { 0 } else { args.blocks.len() * args.densities.len() * (1 + args.skewed as usize + 2 * args.structured as usize) })
+        + args.blocks.len() * (args.ops as usize + args.batched as usize);
+    let bar = ProgressBar::new((per_dtype * args.dtypes.len()) as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
     let mut rows = Vec::new();
     for &dt in &args.dtypes {
         match dt {
-            DType::F16 => run_dtype::<f16>(&ctx, &args, &mut rows, &mut rng)?,
-            DType::Bf16 => run_dtype::<bf16>(&ctx, &args, &mut rows, &mut rng)?,
+            DType::F16 => run_dtype::<f16>(&ctx, &args, &mut rows, &bar)?,
+            DType::Bf16 => run_dtype::<bf16>(&ctx, &args, &mut rows, &bar)?,
             DType::F32 => return Err("f32 inputs are not supported (use f16 or bf16)".into()),
         }
     }
+    bar.finish_and_clear();
     if args.peers {
-        run_peers(&mut rows);
+        crate::peers::run(&mut rows, &args.peer_cache);
     }
     let report = Report {
         gpu: ctx.device_name().to_string(),
@@ -275,85 +485,34 @@ pub fn run(args: Args) -> Result<bool, String> {
     }
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))?;
-    println!("bench: {} (cc {}.{}), module {:?}, median of {} runs, C in the input dtype", report.gpu, report.compute_capability.0, report.compute_capability.1, ctx.arch(), args.reps);
-    println!("ratio: BSR effective TFLOP/s / dense cuBLAS TFLOP/s on MxNxK; eq-work: / dense on MxNxK_eff");
+    println!("bench: {} (cc {}.{}), module {:?}, median of {} runs, output in the input dtype", report.gpu, report.compute_capability.0, report.compute_capability.1, ctx.arch(), args.reps);
+    println!("ratio: effective TFLOP/s (nonzero blocks) / dense cuBLAS TFLOP/s on the same shapes, same run; vs plain: time / plain SpMM time on the same pattern");
+    println!("torch: PyTorch Triton BSR (GPU time), default params / tuned for this GPU; ours/tuned: our TF/s over tuned torch");
     println!(
-        "{:<5} {:>16} {:>5} {:>11} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8}",
-        "dtype", "MxNxK", "block", "kernel", "pattern", "density", "bsr ms", "bsr TF/s", "dense TF", "ratio", "K_eff", "eq-work", "speedup", "torch TF"
+        "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>9} {:>8}",
+        "op", "dtype", "batch x MxNxK", "block", "pattern", "density", "ms", "TF/s", "dense TF", "ratio", "vs pl", "speedup", "torch", "torch tun", "ours/tun"
     );
+    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |t| format!("{t:.p$}"));
     for r in &rows {
         println!(
-            "{:<5} {:>16} {:>5} {:>11} {:>8} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>7} {:>8.3} {:>6.2}x {:>8}",
+            "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>6} {:>6.2}x {:>7} {:>9} {:>8}",
+            r.op,
             r.dtype,
-            format!("{}x{}x{}", r.m, r.n, r.k),
+            format!("{}x{}x{}x{}", r.batch, r.m, r.n, r.k),
             r.block,
-            r.kernel,
             r.pattern,
             r.density,
-            r.bsr_ms,
-            r.bsr_tflops,
+            r.ms,
+            r.tflops,
             r.dense_tflops,
             r.ratio_to_dense,
-            r.k_eff,
-            r.ratio_to_equal_work,
+            opt(r.vs_plain, 2),
             r.speedup,
-            r.peer_tflops.map_or("-".to_string(), |t| format!("{t:.1}"))
+            opt(r.peer_tflops, 1),
+            opt(r.peer_tuned_tflops, 1),
+            opt(r.ours_over_tuned, 2)
         );
     }
     println!("json: {}", args.json);
     Ok(true)
-}
-
-/// Runs PyTorch's BSR kernel on every uniform case (same shape, block, density, dtype) through
-/// python3, filling `peer_tflops`. Missing python3/torch is reported, not fatal.
-fn run_peers(rows: &mut [Row]) {
-    use std::io::Write as _;
-    use std::process::{Command, Stdio};
-    let cases: Vec<serde_json::Value> = rows
-        .iter()
-        .filter(|r| r.pattern == "uniform")
-        .map(|r| serde_json::json!({"m": r.m, "n": r.n, "k": r.k, "block": r.block, "density": r.density, "dtype": r.dtype}))
-        .collect();
-    let child = Command::new("python3")
-        .args(["-c", include_str!("peers.py")])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let Ok(mut child) = child else {
-        eprintln!("peers: python3 not found, skipped");
-        return;
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(serde_json::Value::Array(cases).to_string().as_bytes());
-    }
-    let Ok(out) = child.wait_with_output() else {
-        eprintln!("peers: python3 failed to run, skipped");
-        return;
-    };
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        eprintln!("peers: PyTorch BSR run failed (torch/triton missing?): {}", err.lines().last().unwrap_or(""));
-        return;
-    }
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        let get = |k: &str| v.get(k).and_then(|x| x.as_f64()).unwrap_or(f64::NAN);
-        if v.get("ok").and_then(|x| x.as_bool()) != Some(true) {
-            eprintln!("peers: {}", v.get("error").and_then(|e| e.as_str()).unwrap_or("failed"));
-            continue;
-        }
-        let dtype = v.get("dtype").and_then(|x| x.as_str()).unwrap_or("");
-        for r in rows.iter_mut().filter(|r| {
-            r.pattern == "uniform"
-                && r.dtype == dtype
-                && r.m as f64 == get("m")
-                && r.n as f64 == get("n")
-                && r.k as f64 == get("k")
-                && r.block as f64 == get("block")
-                && r.density == get("density")
-        }) {
-            r.peer_tflops = Some(get("tflops"));
-        }
-    }
 }

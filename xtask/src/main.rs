@@ -8,6 +8,7 @@ use blocksparse::{Context, KernelPath};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod peers;
 mod validate;
 
 #[derive(Parser)]

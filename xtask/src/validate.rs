@@ -1,10 +1,11 @@
-//! `cargo xtask validate`: every case draws fresh random data (never zeros), poisons C, runs the
-//! GPU product twice (the two results must agree bit for bit), and compares every element with
-//! the f64 CPU reference.
+//! `cargo xtask validate`: every op in every layout against the f64 CPU reference. Each case
+//! draws fresh random data (never zeros), poisons the output (NaN with beta = 0, random values
+//! otherwise, so an unwritten element is caught either way), runs the GPU product twice (the two
+//! results must agree bit for bit), and compares every element of every matrix of the batch.
 
-use blocksparse::reference::{rel_error, spmm_reference};
-use blocksparse::testgen::{banded_mask, block_diagonal_mask, random_mask, random_values, seeded_rng, skewed_mask, TestRng};
-use blocksparse::{BlockShape, Bsr, Context, DType, Element, InputElement, KernelPath};
+use blocksparse::{BlockShape, Bsr, Context, DType, DeviceMatrix, Element, InputElement, KernelPath, Layout, Transpose};
+use blocksparse_testkit::reference::{HostMat, dense_sparse_reference, rel_error, sddmm_reference, spmm_reference};
+use blocksparse_testkit::testgen::{TestRng, banded_mask, block_diagonal_mask, random_mask, random_values, seeded_rng, skewed_mask};
 use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
@@ -23,9 +24,37 @@ pub struct Args {
     /// Relative-error bound ‖C − ref‖ / ‖ref‖.
     #[arg(long, default_value_t = 1e-2)]
     tol: f64,
+    /// Skip running the examples (`examples/` binaries beside this one, built with
+    /// `cargo build --release --examples`); a missing example otherwise fails the run.
+    #[arg(long)]
+    no_examples: bool,
 }
 
-#[derive(Clone, Debug)]
+/// The examples validate runs (each must exit 0 on the GPU).
+const EXAMPLES: [&str; 1] = ["sparse_linear"];
+
+/// Runs each example binary from `<dir of this binary>/examples/`: (name, passed, detail).
+fn run_examples() -> Vec<(String, bool, String)> {
+    let dir = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("examples")));
+    EXAMPLES
+        .iter()
+        .map(|name| {
+            let Some(path) = dir.as_ref().map(|d| d.join(name)).filter(|p| p.is_file()) else {
+                return (name.to_string(), false, "not built (cargo build --release --examples)".to_string());
+            };
+            match std::process::Command::new(&path).output() {
+                Ok(out) => {
+                    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+                    println!("{text}");
+                    (name.to_string(), out.status.success(), text.lines().last().unwrap_or("").to_string())
+                }
+                Err(e) => (name.to_string(), false, format!("could not run {}: {e}", path.display())),
+            }
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug)]
 enum Pattern {
     Uniform(f64),
     /// (density, heavy rows, share of blocks in them)
@@ -34,17 +63,32 @@ enum Pattern {
     OneRow,
     /// Exactly one nonzero block.
     OneBlock,
-    /// Sliding-window band of this density around the diagonal (`testgen::banded_mask`).
+    /// Sliding-window band of this density around the diagonal.
     Banded(f64),
-    /// Groups of rows on the same columns (`testgen::block_diagonal_mask`).
+    /// Groups of rows on the same columns.
     BlockDiagonal(f64),
 }
 
+/// Which product, and how its dense operands lie (the layout of the view the op receives:
+/// `ColMajor` is the transposed view of a row-major buffer).
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    /// `C = alpha · op(A) · op(B) + beta · C`.
+    Spmm { op_a: Transpose, b: Layout, c: Layout },
+    /// `C = alpha · op(X) · op(A) + beta · C`.
+    DenseSparse { x: Layout, op_a: Transpose, c: Layout },
+    /// `C.values = alpha · op(X) · op(Y) + beta · C.values`.
+    Sddmm { x: Layout, y: Layout },
+}
+
+/// A case: the sparse matrix is `(sm, sk)` in `(bm, bk)` blocks; `n` is the dense dimension
+/// (SpMM: columns of B and C; dense × sparse: rows of X and C; SDDMM: K).
 #[derive(Clone, Debug)]
 struct Case {
     label: String,
-    m: usize,
-    k: usize,
+    op: Op,
+    sm: usize,
+    sk: usize,
     n: usize,
     bm: usize,
     bk: usize,
@@ -53,66 +97,151 @@ struct Case {
     pattern: Pattern,
     alpha: f32,
     beta: f32,
+    batch: usize,
+}
+
+fn short(l: Layout) -> &'static str {
+    match l {
+        Layout::RowMajor => "R",
+        Layout::ColMajor => "C",
+    }
+}
+
+fn op_label(op: Op) -> String {
+    let t = |t: Transpose| if t == Transpose::Yes { "T" } else { "N" };
+    match op {
+        Op::Spmm { op_a, b, c } => format!("spmm A{} B{} C{}", t(op_a), short(b), short(c)),
+        Op::DenseSparse { x, op_a, c } => format!("dxs X{} A{} C{}", short(x), t(op_a), short(c)),
+        Op::Sddmm { x, y } => format!("sddmm X{} Y{}", short(x), short(y)),
+    }
+}
+
+struct Cases(Vec<Case>);
+
+impl Cases {
+    #[allow(clippy::too_many_arguments)]
+    fn push(&mut self, op: Op, (sm, sk, n): (usize, usize, usize), (bm, bk): (usize, usize), (input, output): (DType, DType), pattern: Pattern, (alpha, beta): (f32, f32), batch: usize) {
+        let label = format!("{} {sm}x{sk} n{n} b{bm}x{bk} {input}->{output} {pattern:?} a={alpha} b={beta} batch{batch}", op_label(op));
+        self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch });
+    }
 }
 
 fn cases() -> Vec<Case> {
-    let mut v = Vec::new();
-    let mut push = |m, k, n, bm, bk, input, output, pattern: Pattern, alpha, beta| {
-        let label = format!("{m}x{k}x{n} b{bm}x{bk} {input}->{output} {pattern:?} a={alpha} b={beta}");
-        v.push(Case { label, m, k, n, bm, bk, input, output, pattern, alpha, beta });
-    };
     use DType::*;
-    // Every kernel variant: block heights × input types × output types.
+    use Layout::{ColMajor as C, RowMajor as R};
+    use Transpose::{No as N, Yes as T};
+    let plain = Op::Spmm { op_a: N, b: R, c: R };
+    let mut v = Cases(Vec::new());
+    // ---- plain SpMM: every kernel variant, shapes, densities, tails, alpha/beta, split-K ----
     for bs in [16, 32, 64, 128] {
         for input in [F16, Bf16] {
             for output in [F16, Bf16, F32] {
-                push(8 * bs, 6 * bs, 129, bs, bs, input, output, Pattern::Uniform(0.3), 1.0, 0.0);
+                v.push(plain, (8 * bs, 6 * bs, 129), (bs, bs), (input, output), Pattern::Uniform(0.3), (1.0, 0.0), 1);
             }
         }
     }
-    // Non-square blocks.
     for (bm, bk) in [(16, 64), (64, 16), (32, 128), (128, 32), (64, 128), (128, 64), (16, 128), (128, 16)] {
-        push(4 * bm.max(bk), 8 * bm.max(bk), 200, bm, bk, F16, F32, Pattern::Uniform(0.4), 1.5, -0.5);
-        push(4 * bm.max(bk), 8 * bm.max(bk), 64, bm, bk, Bf16, Bf16, Pattern::Uniform(0.4), 1.0, 0.0);
+        v.push(plain, (4 * bm.max(bk), 8 * bm.max(bk), 200), (bm, bk), (F16, F32), Pattern::Uniform(0.4), (1.5, -0.5), 1);
+        v.push(plain, (4 * bm.max(bk), 8 * bm.max(bk), 64), (bm, bk), (Bf16, Bf16), Pattern::Uniform(0.4), (1.0, 0.0), 1);
     }
-    // Densities from all-empty to full.
     for d in [0.0, 0.01, 0.125, 0.5, 1.0] {
-        push(1024, 1024, 256, 64, 64, F16, F16, Pattern::Uniform(d), 1.0, 0.0);
-        push(512, 768, 100, 32, 32, Bf16, F32, Pattern::Uniform(d), 0.75, 1.25);
+        v.push(plain, (1024, 1024, 256), (64, 64), (F16, F16), Pattern::Uniform(d), (1.0, 0.0), 1);
+        v.push(plain, (512, 768, 100), (32, 32), (Bf16, F32), Pattern::Uniform(d), (0.75, 1.25), 1);
     }
-    // Skewed rows: a few block rows hold most blocks.
-    push(2048, 2048, 512, 64, 64, F16, F16, Pattern::Skewed(0.125, 4, 0.5), 1.0, 0.0);
-    push(2048, 4096, 96, 16, 16, F16, F32, Pattern::Skewed(0.05, 2, 0.7), 1.0, 0.5);
-    push(1024, 8192, 64, 128, 128, Bf16, Bf16, Pattern::Skewed(0.25, 1, 0.5), -1.0, 0.0);
-    // Structured masks: neighbouring rows share their columns.
-    push(2048, 2048, 300, 64, 64, F16, F16, Pattern::Banded(0.125), 1.0, 0.0);
-    push(1024, 2048, 256, 128, 128, Bf16, F32, Pattern::BlockDiagonal(0.25), 1.0, 0.5);
-    // Tiny and degenerate shapes.
+    v.push(plain, (2048, 2048, 512), (64, 64), (F16, F16), Pattern::Skewed(0.125, 4, 0.5), (1.0, 0.0), 1);
+    v.push(plain, (2048, 4096, 96), (16, 16), (F16, F32), Pattern::Skewed(0.05, 2, 0.7), (1.0, 0.5), 1);
+    v.push(plain, (1024, 8192, 64), (128, 128), (Bf16, Bf16), Pattern::Skewed(0.25, 1, 0.5), (-1.0, 0.0), 1);
+    v.push(plain, (2048, 2048, 300), (64, 64), (F16, F16), Pattern::Banded(0.125), (1.0, 0.0), 1);
+    v.push(plain, (1024, 2048, 256), (128, 128), (Bf16, F32), Pattern::BlockDiagonal(0.25), (1.0, 0.5), 1);
     for bs in [16, 32, 64, 128] {
-        push(bs, bs, 1, bs, bs, F16, F32, Pattern::Uniform(1.0), 1.0, 0.0);
-        push(bs, 16 * bs, 3, bs, bs, F16, F16, Pattern::OneRow, 2.0, 0.0);
-        push(8 * bs, 8 * bs, 77, bs, bs, Bf16, F32, Pattern::OneBlock, 1.0, 1.0);
+        v.push(plain, (bs, bs, 1), (bs, bs), (F16, F32), Pattern::Uniform(1.0), (1.0, 0.0), 1);
+        v.push(plain, (bs, 16 * bs, 3), (bs, bs), (F16, F16), Pattern::OneRow, (2.0, 0.0), 1);
+        v.push(plain, (8 * bs, 8 * bs, 77), (bs, bs), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
     }
-    // N tails.
     for n in [1, 2, 7, 8, 9, 63, 65, 129, 255, 257, 1000] {
-        push(256, 512, n, 32, 32, F16, F16, Pattern::Uniform(0.3), 1.0, 0.0);
-        push(256, 256, n, 64, 128, Bf16, F32, Pattern::Uniform(0.5), 0.5, 2.0);
+        v.push(plain, (256, 512, n), (32, 32), (F16, F16), Pattern::Uniform(0.3), (1.0, 0.0), 1);
+        v.push(plain, (256, 256, n), (64, 128), (Bf16, F32), Pattern::Uniform(0.5), (0.5, 2.0), 1);
     }
-    // alpha / beta.
     for (alpha, beta) in [(0.0, 1.0), (0.0, 0.0), (-2.0, 0.25), (1.0, -1.0), (0.125, 3.0)] {
-        push(512, 512, 300, 64, 64, F16, F32, Pattern::Uniform(0.25), alpha, beta);
-        push(512, 512, 33, 128, 128, F16, F16, Pattern::Uniform(0.25), alpha, beta);
+        v.push(plain, (512, 512, 300), (64, 64), (F16, F32), Pattern::Uniform(0.25), (alpha, beta), 1);
+        v.push(plain, (512, 512, 33), (128, 128), (F16, F16), Pattern::Uniform(0.25), (alpha, beta), 1);
     }
-    // Long rows with few N tiles: the planner splits them (split-K + fix-up).
-    push(256, 65536, 64, 64, 64, F16, F32, Pattern::OneRow, 1.0, 0.5);
-    push(512, 32768, 40, 16, 16, Bf16, Bf16, Pattern::Skewed(0.2, 1, 0.8), 1.0, 0.0);
-    push(1024, 16384, 8, 128, 128, F16, F16, Pattern::Skewed(0.5, 2, 0.5), 1.0, 1.0);
-    // Large.
-    push(8192, 8192, 64, 64, 64, F16, F16, Pattern::Uniform(0.125), 1.0, 0.0);
-    push(8192, 8192, 33, 128, 128, Bf16, F32, Pattern::Uniform(0.125), 1.0, -1.0);
-    push(4096, 8192, 130, 32, 32, F16, Bf16, Pattern::Skewed(0.125, 8, 0.5), 1.0, 0.0);
-    push(8192, 4096, 17, 16, 16, F16, F32, Pattern::Uniform(0.05), 1.0, 0.0);
-    v
+    v.push(plain, (256, 65536, 64), (64, 64), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
+    v.push(plain, (512, 32768, 40), (16, 16), (Bf16, Bf16), Pattern::Skewed(0.2, 1, 0.8), (1.0, 0.0), 1);
+    v.push(plain, (1024, 16384, 8), (128, 128), (F16, F16), Pattern::Skewed(0.5, 2, 0.5), (1.0, 1.0), 1);
+    v.push(plain, (8192, 8192, 64), (64, 64), (F16, F16), Pattern::Uniform(0.125), (1.0, 0.0), 1);
+    v.push(plain, (8192, 8192, 33), (128, 128), (Bf16, F32), Pattern::Uniform(0.125), (1.0, -1.0), 1);
+    v.push(plain, (4096, 8192, 130), (32, 32), (F16, Bf16), Pattern::Skewed(0.125, 8, 0.5), (1.0, 0.0), 1);
+    v.push(plain, (8192, 4096, 17), (16, 16), (F16, F32), Pattern::Uniform(0.05), (1.0, 0.0), 1);
+
+    // ---- SpMM in every layout: op(A) × op(B) × C, square and non-square blocks ----
+    let blocks = [(16, 16), (32, 32), (64, 64), (128, 128), (64, 128), (128, 64), (16, 64), (32, 128)];
+    let dtypes = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)];
+    let mut i = 0;
+    for op_a in [N, T] {
+        for b in [R, C] {
+            for c in [R, C] {
+                for &(bm, bk) in &blocks {
+                    let op = Op::Spmm { op_a, b, c };
+                    let dt = dtypes[i % dtypes.len()];
+                    let ab = if i % 3 == 0 { (1.5, -0.75) } else { (1.0, 0.0) };
+                    let pat = if i % 5 == 0 { Pattern::Skewed(0.3, 1, 0.5) } else { Pattern::Uniform(0.35) };
+                    v.push(op, (6 * bm.max(bk), 5 * bm.max(bk), 264 - 7 * (i % 3)), (bm, bk), dt, pat, ab, 1);
+                    i += 1;
+                }
+                // Long rows (split-K + fix-up) and empty rows in this layout.
+                v.push(Op::Spmm { op_a, b, c }, (512, 16384, 72), (64, 64), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
+                v.push(Op::Spmm { op_a, b, c }, (1024, 1024, 40), (128, 128), (Bf16, Bf16), Pattern::OneBlock, (1.0, 0.0), 1);
+            }
+        }
+    }
+
+    // ---- dense × sparse: op(X) × op(A) × C ----
+    let mut i = 0;
+    for x in [R, C] {
+        for op_a in [N, T] {
+            for c in [R, C] {
+                for &(bm, bk) in &[(16, 16), (64, 64), (128, 128), (64, 128), (32, 16)] {
+                    let op = Op::DenseSparse { x, op_a, c };
+                    let dt = dtypes[i % dtypes.len()];
+                    let ab = if i % 4 == 1 { (0.5, 2.0) } else { (1.0, 0.0) };
+                    v.push(op, (5 * bm.max(bk), 7 * bm.max(bk), 200 + 9 * (i % 4)), (bm, bk), dt, Pattern::Uniform(0.3), ab, 1);
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    // ---- SDDMM: op(X) × op(Y), K tails (multiples of 16), empty and skewed rows ----
+    let mut i = 0;
+    for x in [R, C] {
+        for y in [R, C] {
+            for &(bm, bk) in &[(16, 16), (32, 32), (64, 64), (128, 128), (64, 128), (128, 64), (16, 32), (32, 128)] {
+                let op = Op::Sddmm { x, y };
+                let k = [16, 48, 272, 1024][i % 4];
+                let dt = [(F16, F16), (Bf16, F32), (F16, F32), (Bf16, Bf16)][i % 4];
+                let ab = if i % 3 == 2 { (-1.0, 0.5) } else { (1.0, 0.0) };
+                let pat = if i % 5 == 4 { Pattern::Skewed(0.2, 1, 0.6) } else { Pattern::Uniform(0.3) };
+                v.push(op, (8 * bm, 6 * bk, k), (bm, bk), dt, pat, ab, 1);
+                i += 1;
+            }
+        }
+    }
+    for (bm, bk) in [(64, 64), (128, 128), (32, 32)] {
+        v.push(Op::Sddmm { x: R, y: C }, (1024, 1024, 512), (bm, bk), (F16, F16), Pattern::OneRow, (1.0, 0.0), 1);
+        v.push(Op::Sddmm { x: R, y: R }, (1024, 1024, 64), (bm, bk), (Bf16, F32), Pattern::OneBlock, (2.0, 1.0), 1);
+        v.push(Op::Sddmm { x: C, y: R }, (2048, 2048, 4096), (bm, bk), (F16, F32), Pattern::Uniform(0.05), (1.0, 0.0), 1);
+    }
+
+    // ---- batches sharing one pattern ----
+    for (bm, bk) in [(64, 64), (128, 128), (32, 32), (64, 128)] {
+        v.push(Op::Spmm { op_a: N, b: R, c: R }, (512, 512, 192), (bm, bk), (F16, F16), Pattern::Uniform(0.3), (1.0, 0.0), 3);
+        v.push(Op::Spmm { op_a: T, b: C, c: C }, (512, 256, 100), (bm, bk), (Bf16, F32), Pattern::Uniform(0.3), (1.0, 0.5), 2);
+        v.push(Op::DenseSparse { x: R, op_a: T, c: R }, (256, 512, 96), (bm, bk), (F16, F32), Pattern::Uniform(0.4), (1.0, 0.0), 4);
+        v.push(Op::Sddmm { x: R, y: C }, (256, 512, 112), (bm, bk), (F16, Bf16), Pattern::Uniform(0.4), (1.0, 0.0), 5);
+        v.push(Op::Sddmm { x: C, y: R }, (512, 256, 64), (bm, bk), (Bf16, F32), Pattern::Skewed(0.3, 1, 0.5), (0.5, -1.0), 2);
+    }
+    v.0
 }
 
 struct Outcome {
@@ -120,10 +249,14 @@ struct Outcome {
     rel_err: f64,
     non_finite: usize,
     deterministic: bool,
+    /// The element farthest from the reference: (index in the output, got, want).
+    worst: (usize, f64, f64),
+    /// Elements off by more than 5 % of the largest reference value.
+    bad: usize,
 }
 
 fn make_mask(c: &Case, rng: &mut TestRng) -> Vec<bool> {
-    let (br, bc) = (c.m / c.bm, c.k / c.bk);
+    let (br, bc) = (c.sm / c.bm, c.sk / c.bk);
     match c.pattern {
         Pattern::Uniform(d) => random_mask(br, bc, d, rng),
         Pattern::Skewed(d, rows, share) => skewed_mask(br, bc, d, rows, share, rng),
@@ -140,37 +273,152 @@ fn make_mask(c: &Case, rng: &mut TestRng) -> Vec<bool> {
     }
 }
 
+/// A dense batch for a logical `(rows, cols)` view in `layout`: the row-major storage buffer
+/// (`(rows, cols)`, or `(cols, rows)` whose transpose the view is) on the device, and its packed
+/// host copy.
+struct Dense<T> {
+    dev: DeviceMatrix<T>,
+    host: Vec<T>,
+    rows: usize,
+    cols: usize,
+    layout: Layout,
+}
+
+impl<T: Element> Dense<T> {
+    fn new(ctx: &Context, batch: usize, rows: usize, cols: usize, layout: Layout, host: Vec<T>) -> Result<Self, String> {
+        let (sr, sc) = if layout == Layout::RowMajor { (rows, cols) } else { (cols, rows) };
+        let dev = ctx.upload_matrix_batch(batch, sr, sc, &host).map_err(|e| e.to_string())?;
+        Ok(Dense { dev, host, rows, cols, layout })
+    }
+    fn random(ctx: &Context, batch: usize, rows: usize, cols: usize, layout: Layout, rng: &mut TestRng) -> Result<Self, String> {
+        let host = random_values::<T>(batch * rows * cols, rng);
+        Self::new(ctx, batch, rows, cols, layout, host)
+    }
+    /// Matrix `b` as the reference reads it.
+    fn host(&self, b: usize) -> HostMat<'_, T> {
+        let len = self.rows * self.cols;
+        let data = &self.host[b * len..(b + 1) * len];
+        match self.layout {
+            Layout::RowMajor => HostMat { data, rows: self.rows, cols: self.cols, ld: self.cols, layout: Layout::RowMajor },
+            Layout::ColMajor => HostMat { data, rows: self.rows, cols: self.cols, ld: self.rows, layout: Layout::ColMajor },
+        }
+    }
+    fn view(&self) -> blocksparse::MatRef<'_, T> {
+        if self.layout == Layout::RowMajor { self.dev.view() } else { self.dev.t() }
+    }
+    fn view_mut(&mut self) -> blocksparse::MatMut<'_, T> {
+        if self.layout == Layout::RowMajor { self.dev.view_mut() } else { self.dev.t_mut() }
+    }
+    /// The device contents, in storage order (as `host`).
+    fn download(&self, ctx: &Context) -> Result<Vec<T>, String> {
+        ctx.download_matrix(&self.dev).map_err(|e| e.to_string())
+    }
+}
+
+/// The old output: NaN poison when beta == 0 (must be overwritten, never read), random values
+/// otherwise (an unwritten element then keeps a wrong value).
+fn old_output<O: Element>(len: usize, beta: f32, rng: &mut TestRng) -> Vec<O> {
+    if beta == 0.0 { vec![O::nan(); len] } else { random_values::<O>(len, rng) }
+}
+
 fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut TestRng) -> Result<Outcome, String> {
     let e = |e: blocksparse::Error| format!("{e}");
     let mask = make_mask(c, rng);
     let nnzb = mask.iter().filter(|&&x| x).count();
-    let values = random_values::<T>(nnzb * c.bm * c.bk, rng);
-    let a = Bsr::from_block_mask(c.m, c.k, BlockShape { bm: c.bm, bk: c.bk }, &mask, values).map_err(e)?;
-    let b = random_values::<T>(c.k * c.n, rng);
-    // beta == 0: C starts as NaN poison (must be overwritten, never read).
-    // beta != 0: C starts random (an unwritten element then keeps a wrong value).
-    let c0: Vec<O> = if c.beta == 0.0 { vec![O::nan(); c.m * c.n] } else { random_values::<O>(c.m * c.n, rng) };
-    let want = spmm_reference(c.alpha as f64, &a, &b, c.n, c.n, c.beta as f64, &c0, c.n).map_err(e)?;
-
-    let a_dev = ctx.upload_bsr(&a).map_err(e)?;
-    let b_dev = ctx.upload_matrix(c.k, c.n, &b).map_err(e)?;
-    let plan = ctx.plan(&a_dev, c.n).map_err(e)?;
-    let kernel = format!("{:?}", plan.kernel());
-    let mut results = Vec::new();
-    for _ in 0..2 {
-        let mut c_dev = ctx.upload_matrix(c.m, c.n, &c0).map_err(e)?;
-        ctx.spmm(&plan, c.alpha, &a_dev, &b_dev, c.beta, &mut c_dev).map_err(e)?;
-        results.push(ctx.download_matrix(&c_dev).map_err(e)?);
+    let block = BlockShape { bm: c.bm, bk: c.bk };
+    let (alpha, beta) = (c.alpha as f64, c.beta as f64);
+    let mut want = Vec::new();
+    let mut results: Vec<Vec<O>> = Vec::new();
+    let kernel;
+    match c.op {
+        Op::Spmm { .. } | Op::DenseSparse { .. } => {
+            let mats: Vec<Bsr<T>> = (0..c.batch)
+                .map(|_| Bsr::from_block_mask(c.sm, c.sk, block, &mask, random_values::<T>(nnzb * c.bm * c.bk, rng)))
+                .collect::<Result<_, _>>()
+                .map_err(e)?;
+            let a_dev = ctx.upload_bsr_batch(&mats).map_err(e)?;
+            let (op_a, m_dense, k_dense, n_out, c_layout, d_layout);
+            let spmm_side = matches!(c.op, Op::Spmm { .. });
+            match c.op {
+                Op::Spmm { op_a: oa, b, c: cl } => {
+                    op_a = oa;
+                    let (rows, cols) = if oa == Transpose::No { (c.sm, c.sk) } else { (c.sk, c.sm) };
+                    (m_dense, k_dense, n_out, c_layout, d_layout) = (rows, cols, c.n, cl, b);
+                }
+                Op::DenseSparse { x, op_a: oa, c: cl } => {
+                    op_a = oa;
+                    let (rows, cols) = if oa == Transpose::No { (c.sm, c.sk) } else { (c.sk, c.sm) };
+                    // op(X) is (n, rows of op(A)); C is (n, cols of op(A)).
+                    (m_dense, k_dense, n_out, c_layout, d_layout) = (rows, cols, c.n, cl, x);
+                }
+                Op::Sddmm { .. } => unreachable!(),
+            }
+            // The dense operand and C, as logical views.
+            let (d_rows, d_cols, c_rows, c_cols) = if spmm_side { (k_dense, n_out, m_dense, n_out) } else { (n_out, m_dense, n_out, k_dense) };
+            let dense = Dense::<T>::random(ctx, c.batch, d_rows, d_cols, d_layout, rng)?;
+            let c0 = old_output::<O>(c.batch * c_rows * c_cols, c.beta, rng);
+            let c0_dense = Dense::<O>::new(ctx, c.batch, c_rows, c_cols, c_layout, c0.clone())?;
+            for b in 0..c.batch {
+                want.extend(if spmm_side {
+                    spmm_reference(alpha, &mats[b], op_a, dense.host(b), beta, c0_dense.host(b))
+                } else {
+                    dense_sparse_reference(alpha, dense.host(b), &mats[b], op_a, beta, c0_dense.host(b))
+                });
+            }
+            let plan = if spmm_side { ctx.plan_spmm(&a_dev, op_a, n_out) } else { ctx.plan_dense_sparse(&a_dev, op_a, n_out) }.map_err(e)?;
+            kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+            for _ in 0..2 {
+                let mut out = Dense::<O>::new(ctx, c.batch, c_rows, c_cols, c_layout, c0.clone())?;
+                if spmm_side {
+                    ctx.spmm(&plan, c.alpha, &a_dev, dense.view(), c.beta, out.view_mut()).map_err(e)?;
+                } else {
+                    ctx.dense_sparse(&plan, c.alpha, dense.view(), &a_dev, c.beta, out.view_mut()).map_err(e)?;
+                }
+                let got = out.download(ctx)?;
+                // Storage order → logical row-major, matrix by matrix.
+                let mut logical = Vec::with_capacity(got.len());
+                for b in 0..c.batch {
+                    let h = HostMat { data: &got[b * c_rows * c_cols..(b + 1) * c_rows * c_cols], ..out.host(b) };
+                    for i in 0..c_rows {
+                        for j in 0..c_cols {
+                            logical.push(O::from_f64(h.get(i, j)));
+                        }
+                    }
+                }
+                results.push(logical);
+            }
+        }
+        Op::Sddmm { x, y } => {
+            let k = c.n;
+            let pattern = Bsr::from_block_mask(c.sm, c.sk, block, &mask, vec![O::zero(); nnzb * c.bm * c.bk]).map_err(e)?;
+            let xd = Dense::<T>::random(ctx, c.batch, c.sm, k, x, rng)?;
+            let yd = Dense::<T>::random(ctx, c.batch, k, c.sk, y, rng)?;
+            let per = nnzb * c.bm * c.bk;
+            let c0 = old_output::<O>(c.batch * per, c.beta, rng);
+            for b in 0..c.batch {
+                want.extend(sddmm_reference(alpha, xd.host(b), yd.host(b), &pattern, beta, &c0[b * per..(b + 1) * per]));
+            }
+            // The plan is made for a pattern on the device; each run writes a fresh copy of
+            // the old values with that pattern.
+            let template = ctx.upload_bsr(&pattern).map_err(e)?;
+            let plan = ctx.plan_sddmm(&ctx.zeros_bsr_like::<O, O>(&template, c.batch).map_err(e)?, k).map_err(e)?;
+            kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+            for _ in 0..2 {
+                let mut out = ctx.zeros_bsr_like::<O, O>(&template, c.batch).map_err(e)?;
+                ctx.update_values(&mut out, &c0).map_err(e)?;
+                ctx.sddmm(&plan, c.alpha, xd.view(), yd.view(), c.beta, &mut out).map_err(e)?;
+                results.push(ctx.download_values(&out).map_err(e)?);
+            }
+        }
     }
-    let deterministic = results[0].iter().zip(&results[1]).all(|(x, y)| bytemuck_eq(x, y));
+    let deterministic = results[0].len() == results[1].len() && results[0].iter().zip(&results[1]).all(|(x, y)| bytemuck::bytes_of(x) == bytemuck::bytes_of(y));
     let got = &results[0];
     let non_finite = got.iter().filter(|x| !x.to_f64().is_finite()).count();
     let rel_err = rel_error(got.iter().map(|x| x.to_f64()), &want);
-    Ok(Outcome { kernel, rel_err, non_finite, deterministic })
-}
-
-fn bytemuck_eq<T: Element>(x: &T, y: &T) -> bool {
-    bytemuck::bytes_of(x) == bytemuck::bytes_of(y)
+    let worst = got.iter().zip(&want).enumerate().map(|(i, (g, w))| (i, g.to_f64(), *w)).max_by(|a, b| (a.1 - a.2).abs().total_cmp(&(b.1 - b.2).abs())).unwrap_or((0, 0.0, 0.0));
+    let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
+    let bad = got.iter().zip(&want).filter(|(g, w)| (g.to_f64() - **w).abs() > 0.05 * scale).count();
+    Ok(Outcome { kernel, rel_err, non_finite, deterministic, worst, bad })
 }
 
 fn dispatch(ctx: &Context, c: &Case, rng: &mut TestRng) -> Result<Outcome, String> {
@@ -197,10 +445,7 @@ pub fn run(args: Args) -> Result<bool, String> {
         ctx.sm_count(),
         ctx.arch()
     );
-    let all: Vec<Case> = cases()
-        .into_iter()
-        .filter(|c| args.filter.as_deref().is_none_or(|f| c.label.contains(f)))
-        .collect();
+    let all: Vec<Case> = cases().into_iter().filter(|c| args.filter.as_deref().is_none_or(|f| c.label.contains(f))).collect();
     let bar = ProgressBar::new(all.len() as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
     let mut rows = Vec::new();
@@ -211,25 +456,34 @@ pub fn run(args: Args) -> Result<bool, String> {
         let (ok, detail) = match dispatch(&ctx, c, &mut rng) {
             Ok(o) => {
                 let ok = o.rel_err < args.tol && o.non_finite == 0 && o.deterministic;
-                let d = format!(
-                    "{:<9} {:.2e}  non-finite {}  {}",
+                let mut d = format!(
+                    "{:<10} {:.2e}  non-finite {}  {}",
                     o.kernel,
                     o.rel_err,
                     o.non_finite,
                     if o.deterministic { "bitwise-repeatable" } else { "NOT REPEATABLE" }
                 );
+                if !ok {
+                    d += &format!("  worst: element {} got {} want {}; {} elements off", o.worst.0, o.worst.1, o.worst.2, o.bad);
+                }
                 (ok, d)
             }
             Err(err) => (false, format!("error: {err}")),
         };
         if ok { passed += 1 } else { failed += 1 }
-        rows.push(format!("{:<4} {:<72} {}", if ok { "ok" } else { "FAIL" }, c.label, detail));
+        rows.push(format!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, c.label, detail));
         bar.inc(1);
     }
     bar.finish_and_clear();
-    println!("{:<4} {:<72} {}", "", "case (MxKxN, block, dtypes, pattern, alpha, beta)", "kernel    rel. error");
+    println!("{:<4} {:<92} {}", "", "case (op layouts, sparse shape, dense dim, block, dtypes, pattern, alpha, beta, batch)", "kernel     rel. error");
     for r in &rows {
         println!("{r}");
+    }
+    if !args.no_examples && args.filter.is_none() {
+        for (name, ok, detail) in run_examples() {
+            if ok { passed += 1 } else { failed += 1 }
+            println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, format!("example {name}"), detail);
+        }
     }
     println!("{passed} passed, {failed} failed");
     Ok(failed == 0)

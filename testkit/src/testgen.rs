@@ -5,7 +5,7 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::element::Element;
+use blocksparse::Element;
 
 /// Clamps a probability to `[0, 1]`; NaN becomes 0.
 fn clamp01(p: f64) -> f64 {

@@ -5,9 +5,10 @@ use cudarc::cublas::sys::{
     self, cublasComputeType_t, cublasGemmAlgo_t, cublasHandle_t, cublasOperation_t, cublasStatus_t, cudaDataType,
 };
 
-use crate::device::{Context, DeviceMatrix};
-use crate::element::{DType, Element, InputElement};
-use crate::error::{Error, Result};
+use blocksparse::{Context, DType, DeviceMatrix, Element, InputElement, Layout};
+
+/// What went wrong in the baseline (a message).
+pub type Result<T> = std::result::Result<T, String>;
 
 /// Whether the cuBLAS library can be loaded (cudarc panics instead of erroring when it cannot).
 pub fn cublas_present() -> bool {
@@ -21,11 +22,7 @@ pub struct DenseGemm {
 }
 
 fn check(status: cublasStatus_t, what: &str) -> Result<()> {
-    if status == cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Cublas(format!("{what}: {status:?}")))
-    }
+    if status == cublasStatus_t::CUBLAS_STATUS_SUCCESS { Ok(()) } else { Err(format!("cuBLAS {what}: {status:?}")) }
 }
 
 fn data_type(d: DType) -> cudaDataType {
@@ -39,11 +36,9 @@ fn data_type(d: DType) -> cudaDataType {
 impl DenseGemm {
     pub fn new(ctx: &Context) -> Result<Self> {
         if !cublas_present() {
-            return Err(Error::Cublas(
-                "libcublas could not be loaded (add the CUDA library folder, e.g. /usr/local/cuda/lib64, to LD_LIBRARY_PATH)".into(),
-            ));
+            return Err("libcublas could not be loaded (add the CUDA library folder, e.g. /usr/local/cuda/lib64, to LD_LIBRARY_PATH)".into());
         }
-        ctx.cuda().bind_to_thread()?;
+        ctx.cuda().bind_to_thread().map_err(|e| e.to_string())?;
         let mut handle: cublasHandle_t = std::ptr::null_mut();
         // SAFETY: FFI calls with valid out-pointers; the stream outlives the handle (both are
         // owned by `ctx`, which the caller keeps alive while using this).
@@ -54,7 +49,8 @@ impl DenseGemm {
         Ok(DenseGemm { handle })
     }
 
-    /// Dense `C = A · B` (row-major `(m, k)` · `(k, n)`), f32 accumulation.
+    /// Dense `C = A · B` for every matrix of the batches (row-major `(m, k)` · `(k, n)`, the
+    /// same batch size everywhere), f32 accumulation, one strided-batched cuBLAS call.
     pub fn gemm<T: InputElement, O: Element>(
         &self,
         ctx: &Context,
@@ -64,19 +60,27 @@ impl DenseGemm {
     ) -> Result<()> {
         let (m, k, n) = (a.rows(), a.cols(), b.cols());
         if b.rows() != k {
-            return Err(Error::ShapeMismatch { what: "rows of B", expected: k, got: b.rows() });
+            return Err(format!("rows of B: expected {k}, got {}", b.rows()));
         }
         if c.rows() != m || c.cols() != n {
-            return Err(Error::ShapeMismatch { what: "shape of C", expected: m * n, got: c.rows() * c.cols() });
+            return Err(format!("shape of C: expected {m}x{n}, got {}x{}", c.rows(), c.cols()));
         }
-        let int = |v: usize| i32::try_from(v).map_err(|_| Error::TooLarge { what: "dense dimension", value: v });
+        if [a.layout(), b.layout(), c.layout()].iter().any(|&l| l != Layout::RowMajor) {
+            return Err("the dense baseline takes row-major matrices".into());
+        }
+        let batch = a.batch();
+        if b.batch() != batch || c.batch() != batch {
+            return Err(format!("batches differ: A {batch}, B {}, C {}", b.batch(), c.batch()));
+        }
+        let int = |v: usize| i32::try_from(v).map_err(|_| format!("dense dimension {v} exceeds i32"));
+        let long = |v: usize| i64::try_from(v).map_err(|_| format!("batch stride {v} exceeds i64"));
         let (alpha, beta) = (1.0f32, 0.0f32);
         let s = ctx.stream();
         // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: pass B first.
-        // SAFETY: pointers are live device allocations of the checked shapes.
+        // SAFETY: pointers are live device allocations of the checked shapes and batches.
         unsafe {
             check(
-                sys::cublasGemmEx(
+                sys::cublasGemmStridedBatchedEx(
                     self.handle,
                     cublasOperation_t::CUBLAS_OP_N,
                     cublasOperation_t::CUBLAS_OP_N,
@@ -84,20 +88,24 @@ impl DenseGemm {
                     int(m)?,
                     int(k)?,
                     &alpha as *const f32 as *const _,
-                    b.ptr(s) as *const _,
+                    ptr(b.slice(), s) as *const _,
                     data_type(T::DTYPE),
                     int(b.ld())?,
-                    a.ptr(s) as *const _,
+                    long(b.shape().batch_stride)?,
+                    ptr(a.slice(), s) as *const _,
                     data_type(T::DTYPE),
                     int(a.ld())?,
+                    long(a.shape().batch_stride)?,
                     &beta as *const f32 as *const _,
-                    c.ptr(s) as *mut _,
+                    ptr(c.slice(), s) as *mut _,
                     data_type(O::DTYPE),
                     int(c.ld())?,
+                    long(c.shape().batch_stride)?,
+                    int(batch)?,
                     cublasComputeType_t::CUBLAS_COMPUTE_32F,
                     cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 ),
-                "cublasGemmEx",
+                "cublasGemmStridedBatchedEx",
             )
         }
     }
@@ -110,4 +118,9 @@ impl Drop for DenseGemm {
             let _ = sys::cublasDestroy_v2(self.handle);
         }
     }
+}
+
+/// Device address of a buffer (the cuBLAS call is queued on the same stream right after).
+fn ptr<T>(s: &cudarc::driver::CudaSlice<T>, stream: &cudarc::driver::CudaStream) -> u64 {
+    cudarc::driver::DevicePtr::device_ptr(s, stream).0
 }

@@ -1,17 +1,20 @@
-//! Shared-memory tile layouts. Rows are stored as 16-byte chunks whose positions are XOR-swizzled
-//! so that the 8 row addresses of one `ldmatrix` phase fall in 8 different bank groups, and the
-//! `cp.async` writes of a warp spread over all 32 banks.
+//! Shared-memory tile layouts of the portable kernels. Rows are stored as 16-byte chunks whose
+//! positions are XOR-swizzled so that the 8 row addresses of one `ldmatrix` phase fall in 8
+//! different bank groups, and the `cp.async` writes of a warp spread over all 32 banks.
 
 /// Physical position of logical 16-byte chunk `c` in row `row` of a tile whose rows hold
-/// `row_chunks` chunks (4, or a multiple of 8).
+/// `row_chunks` chunks (2, 4, or a multiple of 8).
 #[inline(always)]
 pub const fn swizzle(row: u32, c: u32, row_chunks: u32) -> u32 {
     if row_chunks >= 8 {
         // 128-byte (or longer) rows: permute within each group of 8 chunks.
         c ^ (row & 7)
-    } else {
+    } else if row_chunks == 4 {
         // 64-byte rows: two rows share a 128-byte line; rows 2j and 2j+1 use opposite halves.
         c ^ ((row >> 1) & 3)
+    } else {
+        // 32-byte rows: four rows share a line; the next four use the other chunk first.
+        c ^ ((row >> 2) & 1)
     }
 }
 

@@ -1,0 +1,416 @@
+//! Dense matrices on the device: owned ([`DeviceMatrix`]) and borrowed views ([`MatRef`],
+//! [`MatMut`]), row-major or column-major, one matrix or a batch of them at a fixed stride.
+//!
+//! A view's transpose ([`MatRef::t`]) is the same memory read the other way (rows and columns
+//! swapped, layout flipped): every product takes `op(X)` ∈ {X, Xᵀ} as a view, without a copy.
+//!
+//! Element `(b, i, j)` of a view lies at `b · batch_stride + i · ld + j` (row-major) or
+//! `b · batch_stride + j · ld + i` (column-major). Leading dimensions and batch strides are
+//! multiples of 8 elements, so rows (columns) start 16-byte aligned.
+
+use blocksparse_abi::LD_ALIGN;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+
+use crate::context::Context;
+use crate::element::Element;
+use crate::error::{Error, Result};
+
+/// How a dense matrix lies in memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Element `(i, j)` at `i · ld + j`.
+    #[default]
+    RowMajor,
+    /// Element `(i, j)` at `j · ld + i`.
+    ColMajor,
+}
+
+impl Layout {
+    /// The other layout (that of the transpose of the same memory).
+    pub fn flip(self) -> Layout {
+        match self {
+            Layout::RowMajor => Layout::ColMajor,
+            Layout::ColMajor => Layout::RowMajor,
+        }
+    }
+}
+
+/// Shape, layout and batch of a dense matrix over a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatShape {
+    /// Rows of one matrix.
+    pub rows: usize,
+    /// Columns of one matrix.
+    pub cols: usize,
+    /// Leading dimension (elements between rows, or between columns when column-major).
+    pub ld: usize,
+    /// Row- or column-major.
+    pub layout: Layout,
+    /// Matrices in the batch (at least 1).
+    pub batch: usize,
+    /// Elements between consecutive matrices of the batch.
+    pub batch_stride: usize,
+}
+
+impl MatShape {
+    /// A single `(rows, cols)` matrix.
+    pub fn new(rows: usize, cols: usize, ld: usize, layout: Layout) -> Self {
+        MatShape { rows, cols, ld, layout, batch: 1, batch_stride: 0 }
+    }
+
+    /// The transpose: rows and columns swapped, layout flipped, the same memory.
+    pub fn t(self) -> Self {
+        MatShape { rows: self.cols, cols: self.rows, layout: self.layout.flip(), ..self }
+    }
+
+    /// (contiguous extent, strided extent): columns and rows for row-major, the other way
+    /// round for column-major.
+    pub fn inner_outer(&self) -> (usize, usize) {
+        match self.layout {
+            Layout::RowMajor => (self.cols, self.rows),
+            Layout::ColMajor => (self.rows, self.cols),
+        }
+    }
+
+    /// Elements one matrix spans: `(outer - 1) · ld + inner`.
+    pub fn matrix_extent(&self) -> Result<usize> {
+        let (inner, outer) = self.inner_outer();
+        (outer - 1).checked_mul(self.ld).and_then(|x| x.checked_add(inner)).ok_or(Error::TooLarge { what: "matrix extent", value: usize::MAX })
+    }
+
+    /// Elements the whole batch spans.
+    pub fn extent(&self) -> Result<usize> {
+        let one = self.matrix_extent()?;
+        (self.batch - 1).checked_mul(self.batch_stride).and_then(|x| x.checked_add(one)).ok_or(Error::TooLarge { what: "batch extent", value: usize::MAX })
+    }
+
+    /// Checks the shape against a buffer of `len` elements: non-zero dimensions, a leading
+    /// dimension and batch stride that are multiples of 8 and cover one row (column) and one
+    /// matrix (`rows · ld` for row-major), and a buffer that holds the whole batch.
+    pub fn check(&self, what: &'static str, len: usize) -> Result<()> {
+        if self.rows == 0 {
+            return Err(Error::ZeroDimension { what: "rows" });
+        }
+        if self.cols == 0 {
+            return Err(Error::ZeroDimension { what: "cols" });
+        }
+        if self.batch == 0 {
+            return Err(Error::ZeroDimension { what: "batch" });
+        }
+        let align = LD_ALIGN as usize;
+        let (inner, _) = self.inner_outer();
+        if self.ld < inner || self.ld % align != 0 {
+            return Err(Error::LeadingDimension { what, ld: self.ld, min: inner, align });
+        }
+        self.matrix_extent()?;
+        let (_, outer) = self.inner_outer();
+        let one = outer.checked_mul(self.ld).ok_or(Error::TooLarge { what: "matrix extent", value: usize::MAX })?;
+        if self.batch > 1 && (self.batch_stride < one || self.batch_stride % align != 0) {
+            return Err(Error::BatchStride { what, stride: self.batch_stride, min: one, align });
+        }
+        let needed = self.extent()?;
+        if len < needed {
+            return Err(Error::BufferTooSmall { what, needed, got: len });
+        }
+        Ok(())
+    }
+}
+
+/// A dense matrix (or batch) that owns its device buffer.
+pub struct DeviceMatrix<T> {
+    pub(crate) buf: CudaSlice<T>,
+    shape: MatShape,
+}
+
+impl<T: Element> DeviceMatrix<T> {
+    /// Wraps an existing allocation as one `(rows, cols)` matrix, validating the shape.
+    pub fn from_slice(buf: CudaSlice<T>, rows: usize, cols: usize, ld: usize, layout: Layout) -> Result<Self> {
+        Self::from_slice_batched(buf, MatShape::new(rows, cols, ld, layout))
+    }
+
+    /// Wraps an existing allocation with any [`MatShape`] (batches included), validating it.
+    pub fn from_slice_batched(buf: CudaSlice<T>, shape: MatShape) -> Result<Self> {
+        shape.check("matrix", buf.len())?;
+        Ok(DeviceMatrix { buf, shape })
+    }
+
+    /// Rows of one matrix.
+    pub fn rows(&self) -> usize {
+        self.shape.rows
+    }
+    /// Columns of one matrix.
+    pub fn cols(&self) -> usize {
+        self.shape.cols
+    }
+    /// Leading dimension.
+    pub fn ld(&self) -> usize {
+        self.shape.ld
+    }
+    /// Layout.
+    pub fn layout(&self) -> Layout {
+        self.shape.layout
+    }
+    /// Matrices in the batch.
+    pub fn batch(&self) -> usize {
+        self.shape.batch
+    }
+    /// The whole shape.
+    pub fn shape(&self) -> MatShape {
+        self.shape
+    }
+    /// The device buffer.
+    pub fn slice(&self) -> &CudaSlice<T> {
+        &self.buf
+    }
+    /// Gives the buffer back.
+    pub fn into_slice(self) -> CudaSlice<T> {
+        self.buf
+    }
+    /// The matrix as a read view.
+    pub fn view(&self) -> MatRef<'_, T> {
+        MatRef { buf: &self.buf, shape: self.shape }
+    }
+    /// The matrix as a write view.
+    pub fn view_mut(&mut self) -> MatMut<'_, T> {
+        MatMut { buf: &mut self.buf, shape: self.shape }
+    }
+    /// Its transpose, as a read view of the same memory.
+    pub fn t(&self) -> MatRef<'_, T> {
+        self.view().t()
+    }
+    /// Its transpose, as a write view of the same memory.
+    pub fn t_mut(&mut self) -> MatMut<'_, T> {
+        self.view_mut().t()
+    }
+}
+
+/// A borrowed read view of a dense device matrix (or batch).
+#[derive(Clone, Copy)]
+pub struct MatRef<'a, T> {
+    pub(crate) buf: &'a CudaSlice<T>,
+    pub(crate) shape: MatShape,
+}
+
+impl<'a, T: Element> MatRef<'a, T> {
+    /// A view of `buf` with the given shape (checked).
+    pub fn new(buf: &'a CudaSlice<T>, shape: MatShape) -> Result<Self> {
+        shape.check("matrix view", buf.len())?;
+        Ok(MatRef { buf, shape })
+    }
+    /// The transpose: the same memory read the other way.
+    pub fn t(self) -> Self {
+        MatRef { shape: self.shape.t(), ..self }
+    }
+    /// Shape and layout.
+    pub fn shape(&self) -> MatShape {
+        self.shape
+    }
+    /// Device address (with the read guard that keeps cudarc's stream ordering right while
+    /// held).
+    pub(crate) fn device_ptr(&self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
+        self.buf.device_ptr(stream)
+    }
+}
+
+/// A borrowed write view of a dense device matrix (or batch).
+pub struct MatMut<'a, T> {
+    pub(crate) buf: &'a mut CudaSlice<T>,
+    pub(crate) shape: MatShape,
+}
+
+impl<'a, T: Element> MatMut<'a, T> {
+    /// A view of `buf` with the given shape (checked). Matrices of a batch must not overlap.
+    pub fn new(buf: &'a mut CudaSlice<T>, shape: MatShape) -> Result<Self> {
+        shape.check("output view", buf.len())?;
+        Ok(MatMut { buf, shape })
+    }
+    /// The transpose: the same memory written the other way.
+    pub fn t(self) -> Self {
+        MatMut { shape: self.shape.t(), ..self }
+    }
+    /// Shape and layout.
+    pub fn shape(&self) -> MatShape {
+        self.shape
+    }
+    /// Device address, with the write guard (records the write on the stream when dropped).
+    pub(crate) fn device_ptr_mut<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
+        self.buf.device_ptr_mut(stream)
+    }
+}
+
+impl<'a, T: Element> From<&'a DeviceMatrix<T>> for MatRef<'a, T> {
+    fn from(m: &'a DeviceMatrix<T>) -> Self {
+        m.view()
+    }
+}
+
+impl<'a, T: Element> From<&'a mut DeviceMatrix<T>> for MatMut<'a, T> {
+    fn from(m: &'a mut DeviceMatrix<T>) -> Self {
+        m.view_mut()
+    }
+}
+
+fn checked_mul(a: usize, b: usize, what: &'static str) -> Result<usize> {
+    a.checked_mul(b).ok_or(Error::TooLarge { what, value: usize::MAX })
+}
+
+/// A leading dimension for `cols` columns: the next multiple of 8.
+fn padded_ld(cols: usize) -> Result<usize> {
+    cols.checked_next_multiple_of(LD_ALIGN as usize).ok_or(Error::TooLarge { what: "cols", value: cols })
+}
+
+/// The row-major shape `upload_matrix` and `zeros_matrix` give a `(batch, rows, cols)` array.
+fn packed_shape(batch: usize, rows: usize, cols: usize) -> Result<MatShape> {
+    if rows == 0 {
+        return Err(Error::ZeroDimension { what: "rows" });
+    }
+    if cols == 0 {
+        return Err(Error::ZeroDimension { what: "cols" });
+    }
+    if batch == 0 {
+        return Err(Error::ZeroDimension { what: "batch" });
+    }
+    let ld = padded_ld(cols)?;
+    let stride = checked_mul(rows, ld, "matrix elements")?;
+    checked_mul(batch, stride, "matrix elements")?;
+    Ok(MatShape { rows, cols, ld, layout: Layout::RowMajor, batch, batch_stride: stride })
+}
+
+/// Packed row-major `(batch, rows, cols)` data laid out in a row-major `shape` (its leading
+/// dimension and batch stride), the gaps filled with `fill`. The buffer ends with the last row's
+/// last column, `ld - cols` short of a full row.
+fn pad_rows<T: Copy>(data: &[T], shape: &MatShape, fill: T) -> Result<Vec<T>> {
+    let mut padded = vec![fill; shape.extent()?];
+    for (r, src) in data.chunks_exact(shape.cols).enumerate() {
+        let at = (r / shape.rows) * shape.batch_stride + (r % shape.rows) * shape.ld;
+        padded[at..at + shape.cols].copy_from_slice(src);
+    }
+    Ok(padded)
+}
+
+impl Context {
+    /// Copies a dense row-major `(rows, cols)` matrix to the device, padding rows to a leading
+    /// dimension that is a multiple of 8 elements.
+    pub fn upload_matrix<T: Element>(&self, rows: usize, cols: usize, data: &[T]) -> Result<DeviceMatrix<T>> {
+        self.upload_matrix_batch(1, rows, cols, data)
+    }
+
+    /// Copies `batch` dense row-major `(rows, cols)` matrices (`data` holds them one after the
+    /// other) to the device as one batch, rows padded as in [`Context::upload_matrix`].
+    pub fn upload_matrix_batch<T: Element>(&self, batch: usize, rows: usize, cols: usize, data: &[T]) -> Result<DeviceMatrix<T>> {
+        let shape = packed_shape(batch, rows, cols)?;
+        let len = checked_mul(checked_mul(batch, rows, "matrix elements")?, cols, "matrix elements")?;
+        if data.len() != len {
+            return Err(Error::ShapeMismatch { what: "dense data length", expected: len, got: data.len() });
+        }
+        let buf = if shape.ld == cols {
+            self.stream().clone_htod(data)?
+        } else {
+            self.stream().clone_htod(&pad_rows(data, &shape, T::zero())?)?
+        };
+        Ok(DeviceMatrix { buf, shape })
+    }
+
+    /// A zero-filled row-major `(rows, cols)` device matrix. (For a column-major one, make the
+    /// row-major `(cols, rows)` matrix and use its transposed views.)
+    pub fn zeros_matrix<T: Element>(&self, rows: usize, cols: usize) -> Result<DeviceMatrix<T>> {
+        self.zeros_matrix_batch(1, rows, cols)
+    }
+
+    /// A zero-filled batch of row-major `(rows, cols)` matrices.
+    pub fn zeros_matrix_batch<T: Element>(&self, batch: usize, rows: usize, cols: usize) -> Result<DeviceMatrix<T>> {
+        let shape = packed_shape(batch, rows, cols)?;
+        let buf = self.stream().alloc_zeros::<T>(shape.extent()?)?;
+        Ok(DeviceMatrix { buf, shape })
+    }
+
+    /// Copies a device matrix (or batch) back as dense row-major `(batch, rows, cols)`,
+    /// whatever its layout.
+    pub fn download_matrix<T: Element>(&self, m: &DeviceMatrix<T>) -> Result<Vec<T>> {
+        let s = m.shape;
+        let all = self.stream().clone_dtoh(&m.buf)?;
+        let mut out = Vec::with_capacity(checked_mul(checked_mul(s.batch, s.rows, "matrix elements")?, s.cols, "matrix elements")?);
+        for b in 0..s.batch {
+            let base = b * s.batch_stride;
+            for i in 0..s.rows {
+                for j in 0..s.cols {
+                    let at = match s.layout {
+                        Layout::RowMajor => base + i * s.ld + j,
+                        Layout::ColMajor => base + j * s.ld + i,
+                    };
+                    out.push(all[at]);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Overwrites a device matrix (or batch) with dense row-major `(batch, rows, cols)` host
+    /// data. Elements outside the matrices (padding) are left as they are.
+    pub fn write_matrix<T: Element>(&self, m: &mut DeviceMatrix<T>, data: &[T]) -> Result<()> {
+        let s = m.shape;
+        let len = checked_mul(checked_mul(s.batch, s.rows, "matrix elements")?, s.cols, "matrix elements")?;
+        if data.len() != len {
+            return Err(Error::ShapeMismatch { what: "dense data length", expected: len, got: data.len() });
+        }
+        let mut all = self.stream().clone_dtoh(&m.buf)?;
+        let mut src = data.iter();
+        for b in 0..s.batch {
+            let base = b * s.batch_stride;
+            for i in 0..s.rows {
+                for j in 0..s.cols {
+                    let at = match s.layout {
+                        Layout::RowMajor => base + i * s.ld + j,
+                        Layout::ColMajor => base + j * s.ld + i,
+                    };
+                    if let Some(v) = src.next() {
+                        all[at] = *v;
+                    }
+                }
+            }
+        }
+        self.stream().memcpy_htod(&all, &mut m.buf)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_rows_keep_every_row_of_every_matrix() {
+        // 2 matrices of 3 × 5: ld 8, stride 24, extent 24 + 2 · 8 + 5 = 45.
+        let shape = packed_shape(2, 3, 5).unwrap();
+        assert_eq!((shape.ld, shape.batch_stride, shape.extent().unwrap()), (8, 24, 45));
+        let data: Vec<u32> = (1..=30).collect();
+        let p = pad_rows(&data, &shape, 0).unwrap();
+        for b in 0..2 {
+            for i in 0..3 {
+                for j in 0..5 {
+                    assert_eq!(p[b * 24 + i * 8 + j], data[(b * 3 + i) * 5 + j], "matrix {b} row {i} col {j}");
+                }
+            }
+        }
+        assert_eq!(p.iter().filter(|&&v| v == 0).count(), 45 - 30, "only the gaps are fill");
+    }
+
+    #[test]
+    fn shapes_check_ld_stride_and_buffer() {
+        let s = MatShape::new(4, 6, 8, Layout::RowMajor);
+        assert!(s.check("m", 30).is_ok());
+        assert!(matches!(s.check("m", 29), Err(Error::BufferTooSmall { needed: 30, got: 29, .. })));
+        assert!(matches!(MatShape::new(4, 6, 6, Layout::RowMajor).check("m", 99), Err(Error::LeadingDimension { ld: 6, align: 8, .. })));
+        assert!(matches!(MatShape::new(4, 9, 8, Layout::ColMajor).check("m", 99), Ok(())));
+        assert!(matches!(MatShape::new(9, 4, 8, Layout::ColMajor).check("m", 99), Err(Error::LeadingDimension { min: 9, .. })));
+        let b = MatShape { batch: 3, batch_stride: 24, ..s };
+        assert!(matches!(b.check("m", 100), Err(Error::BatchStride { stride: 24, min: 32, .. })));
+        let b = MatShape { batch: 3, batch_stride: 32, ..s };
+        assert!(b.check("m", 94).is_ok());
+        assert!(b.check("m", 93).is_err());
+        // The transpose reads the same memory: (6, 4) column-major with the same ld.
+        let t = s.t();
+        assert_eq!((t.rows, t.cols, t.ld, t.layout), (6, 4, 8, Layout::ColMajor));
+        assert_eq!(t.extent().unwrap(), s.extent().unwrap());
+    }
+}

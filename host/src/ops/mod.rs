@@ -1,0 +1,119 @@
+//! The products. Each op is one module that plans (once per pattern), validates its arguments,
+//! builds the device parameters and workspace, and launches:
+//! - [`spmm`]: `C = alpha · op(A) · op(B) + beta · C` and `C = alpha · op(X) · op(A) + beta · C`
+//!   (A block-sparse);
+//! - [`sddmm`]: `C.values = alpha · (op(X) · op(Y)) at C's blocks + beta · C.values`.
+//!
+//! Dense operands are views ([`crate::MatRef`], [`crate::MatMut`]): `op(X)` is chosen by passing
+//! the view or its transpose (`x.t()`), in either layout, without a copy.
+
+pub mod sddmm;
+pub mod spmm;
+
+use blocksparse_abi::{KernelFamily, MMA_TILES, WGMMA_TILES};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+
+/// Whether a sparse operand enters a product as it is or transposed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Transpose {
+    /// `op(A) = A`.
+    #[default]
+    No,
+    /// `op(A) = Aᵀ`.
+    Yes,
+}
+
+impl Transpose {
+    /// The other one.
+    pub fn flip(self) -> Transpose {
+        match self {
+            Transpose::No => Transpose::Yes,
+            Transpose::Yes => Transpose::No,
+        }
+    }
+}
+
+/// Tuning knobs of the planners. The defaults are what the measurements in
+/// `docs/perf-notes.md` chose; every field is optional.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// SpMM: how many N tiles the plan walks together, row by row (each group re-reads A once,
+    /// and the thread blocks running at one time share its B columns in L2). Default: as many
+    /// `K × tn` strips of B as fit in a sixth of the L2 cache.
+    pub n_tile_group: Option<u32>,
+}
+
+/// The kernel family and tile a plan launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileChoice {
+    /// `mma.sync` (one thread block per item) or `wgmma` + TMA (persistent grid).
+    pub family: KernelFamily,
+    /// Index into `MMA_TILES` or `WGMMA_TILES`.
+    pub tile: usize,
+}
+
+impl TileChoice {
+    /// (rows, columns) of the output tile.
+    pub fn shape(&self) -> (u32, u32) {
+        match self.family {
+            KernelFamily::Portable => (MMA_TILES[self.tile].tm, MMA_TILES[self.tile].tn),
+            KernelFamily::Hopper => (WGMMA_TILES[self.tile].tm, WGMMA_TILES[self.tile].tn()),
+        }
+    }
+    /// K depth of one stage.
+    pub fn ks(&self) -> u32 {
+        match self.family {
+            KernelFamily::Portable => MMA_TILES[self.tile].ks,
+            KernelFamily::Hopper => blocksparse_abi::WG_K,
+        }
+    }
+}
+
+fn to_u32(what: &'static str, value: usize) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::TooLarge { what, value })
+}
+
+fn check_scalars(alpha: f32, beta: f32) -> Result<()> {
+    if !alpha.is_finite() {
+        return Err(Error::NotFinite { what: "alpha", value: alpha });
+    }
+    if !beta.is_finite() {
+        return Err(Error::NotFinite { what: "beta", value: beta });
+    }
+    Ok(())
+}
+
+fn expect(what: &'static str, expected: usize, got: usize) -> Result<()> {
+    if expected == got { Ok(()) } else { Err(Error::ShapeMismatch { what, expected, got }) }
+}
+
+fn expect_batch(what: &'static str, expected: usize, got: usize) -> Result<()> {
+    if expected == got { Ok(()) } else { Err(Error::BatchMismatch { what, expected, got }) }
+}
+
+/// A dimension the kernels index with signed 32-bit coordinates (TMA), at least 1.
+fn check_dim(what: &'static str, value: usize) -> Result<()> {
+    if value == 0 {
+        return Err(Error::ZeroDimension { what });
+    }
+    if value > i32::MAX as usize {
+        return Err(Error::TooLarge { what, value });
+    }
+    Ok(())
+}
+
+impl Context {
+    /// Thread blocks of `choice` the device runs at once (the planners' notion of "the GPU").
+    fn resident_blocks(&self, choice: TileChoice, kernel: &crate::kernels::Kernel) -> Result<u32> {
+        Ok(match choice.family {
+            // Persistent: one resident thread block per SM.
+            KernelFamily::Hopper => self.sm_count(),
+            KernelFamily::Portable => {
+                let per_sm = kernel.func.occupancy_max_active_blocks_per_multiprocessor(kernel.threads, kernel.smem as usize, None)?.max(1);
+                self.sm_count().saturating_mul(per_sm)
+            }
+        })
+    }
+}

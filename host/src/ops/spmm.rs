@@ -1,0 +1,364 @@
+//! SpMM: `C = alpha · op(A) · op(B) + beta · C` with A block-sparse, and the dense × sparse
+//! product `C = alpha · op(X) · op(A) + beta · C`, which is the same kernel on transposed views
+//! (`Cᵀ = op(A)ᵀ · op(X)ᵀ`).
+//!
+//! Semantics (A `(M, K)` in bm×bk blocks, op(B) `(K', N)`, C `(M', N)`, for every matrix of
+//! the batch):
+//! ```text
+//! op(A) = A:   for r in 0..M/bm, i in 0..bm, j in 0..N:
+//!                  acc = Σ_{p in row_ptr[r]..row_ptr[r+1]} Σ_{kk<bk} values[p][i][kk] · opB[col_idx[p]·bk + kk][j]
+//!                  C[r·bm + i][j] = alpha·acc + beta·C[r·bm + i][j]       (C not read when beta == 0)
+//! op(A) = Aᵀ:  for c in 0..K/bk, i in 0..bk, j in 0..N:
+//!                  acc = Σ_{p : col_idx[p] = c} Σ_{kk<bm} values[p][kk][i] · opB[row(p)·bm + kk][j]
+//!                  C[c·bk + i][j] = alpha·acc + beta·C[c·bk + i][j]
+//! ```
+//! For Aᵀ the plan holds the transposed pattern (the blocks column by column: their block rows
+//! and positions), built once; the values are read in place, transposed on their way into the
+//! tensor cores.
+
+use std::sync::Arc;
+
+use blocksparse_abi::{DenseOut, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index};
+use cudarc::driver::{CudaSlice, DevicePtr};
+
+use super::{PlanOptions, TileChoice, Transpose, check_dim, check_scalars, expect, expect_batch, to_u32};
+use crate::context::Context;
+use crate::device_bsr::{DeviceBsr, Pattern};
+use crate::element::{Element, InputElement};
+use crate::error::{Error, Result};
+use crate::kernels::KernelKey;
+use crate::launch::{launch, tensor_map};
+use crate::matrix::{Layout, MatMut, MatRef, MatShape};
+use crate::plan::{DeviceWork, RowsSpec, WorkList, plan_rows, row_item_cost, schedule_persistent};
+
+/// Which side of the dense operand the sparse matrix is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    /// `op(A) · op(B)`.
+    Left,
+    /// `op(X) · op(A)`.
+    Right,
+}
+
+/// A plan for the products of one sparsity pattern (and batch size) with dense matrices of
+/// `N` columns (rows, for dense × sparse): the work list, the transposed pattern when the
+/// kernel streams Aᵀ, and the split-K workspace, uploaded once and reused for every product
+/// with that pattern (new values welcome). One plan serves one product at a time: its workspace
+/// is written by each launch.
+pub struct SpmmPlan {
+    pattern: Arc<Pattern>,
+    /// op(A) as the user wrote it.
+    op_a: Transpose,
+    side: Side,
+    /// op(A) as the kernel streams it (sparse on the left).
+    kernel_op: Transpose,
+    /// Columns of the kernel's product (N, or M for dense × sparse).
+    n: usize,
+    batch: usize,
+    choice: TileChoice,
+    work: WorkList,
+    device: DeviceWork,
+    /// Aᵀ: per stream position, the block row (K-block index) and the block.
+    transposed: Option<(CudaSlice<u32>, CudaSlice<u32>)>,
+}
+
+impl SpmmPlan {
+    /// op(A) the plan was made for.
+    pub fn op_a(&self) -> Transpose {
+        self.op_a
+    }
+    /// N (SpMM) or M (dense × sparse): the dense dimension the plan was made for.
+    pub fn dense_dim(&self) -> usize {
+        self.n
+    }
+    /// Matrices per product.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+    /// The kernel family and tile it launches.
+    pub fn tile(&self) -> TileChoice {
+        self.choice
+    }
+    /// The host-side work list (for inspection and tests).
+    pub fn work(&self) -> &WorkList {
+        &self.work
+    }
+    /// Bytes of device memory the plan holds (work list, transposed pattern, workspace).
+    pub fn device_bytes(&self) -> usize {
+        self.device.bytes() + self.transposed.as_ref().map_or(0, |(a, b)| 4 * (a.len() + b.len()))
+    }
+}
+
+/// The transposed pattern: `col_ptr` (block columns + 1), and per position in column order the
+/// block row and the block.
+fn transpose_pattern(p: &Pattern) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let cols = p.block_cols();
+    let mut col_ptr = vec![0u32; cols + 1];
+    for &c in &p.col_idx_host {
+        col_ptr[c as usize + 1] += 1;
+    }
+    for c in 0..cols {
+        col_ptr[c + 1] += col_ptr[c];
+    }
+    let mut next = col_ptr.clone();
+    let mut rows = vec![0u32; p.nnzb()];
+    let mut perm = vec![0u32; p.nnzb()];
+    for (r, w) in p.row_ptr.windows(2).enumerate() {
+        for q in w[0]..w[1] {
+            let c = p.col_idx_host[q as usize] as usize;
+            let at = next[c] as usize;
+            rows[at] = r as u32;
+            perm[at] = q;
+            next[c] += 1;
+        }
+    }
+    (col_ptr, rows, perm)
+}
+
+impl Context {
+    /// Plans `C = alpha · op(A) · op(B) + beta · C` for `a`'s pattern and batch, with op(B)
+    /// and C of `n` columns. Every product with this pattern, batch and `n` can reuse it.
+    pub fn plan_spmm<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, n: usize) -> Result<SpmmPlan> {
+        self.plan_spmm_with(a, op_a, n, &PlanOptions::default())
+    }
+
+    /// As [`Context::plan_spmm`], with tuning options.
+    pub fn plan_spmm_with<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, n: usize, opts: &PlanOptions) -> Result<SpmmPlan> {
+        self.plan_sparse::<T>(a, op_a, Side::Left, op_a, n, opts)
+    }
+
+    /// Plans `C = alpha · op(X) · op(A) + beta · C` (dense × sparse) for `a`'s pattern and
+    /// batch, with op(X) and C of `m` rows.
+    pub fn plan_dense_sparse<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, m: usize) -> Result<SpmmPlan> {
+        self.plan_dense_sparse_with(a, op_a, m, &PlanOptions::default())
+    }
+
+    /// As [`Context::plan_dense_sparse`], with tuning options.
+    pub fn plan_dense_sparse_with<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, m: usize, opts: &PlanOptions) -> Result<SpmmPlan> {
+        // Cᵀ = op(A)ᵀ · op(X)ᵀ: the kernel streams the other op of A.
+        self.plan_sparse::<T>(a, op_a, Side::Right, op_a.flip(), m, opts)
+    }
+
+    fn plan_sparse<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, side: Side, kernel_op: Transpose, n: usize, opts: &PlanOptions) -> Result<SpmmPlan> {
+        check_dim("dense dimension of the product", n)?;
+        let pat = &a.pattern;
+        let block = pat.block;
+        // Tile rows and the K extent of one block, as the kernel streams A.
+        let (tm, kb, k_total) = match kernel_op {
+            Transpose::No => (block.bm, block.bk, pat.ncols),
+            Transpose::Yes => (block.bk, block.bm, pat.nrows),
+        };
+        let choice = self.spmm_tile::<T>(pat, tm, kb)?;
+        let (tm32, tn) = choice.shape();
+        let kernel = self.kernels.get(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE })?;
+        let resident = self.resident_blocks(choice, kernel)?;
+        let tile_group = opts.n_tile_group.unwrap_or_else(|| {
+            // As many K × tn strips of B as fit in a sixth of L2: a third of one of the two L2
+            // halves, each of which keeps its own copy of what the SMs beside it read (perf
+            // notes v9).
+            let strip = (k_total as u64) * tn as u64 * core::mem::size_of::<T>() as u64;
+            ((self.l2_bytes() as u64 / 6) / strip.max(1)).clamp(1, u32::MAX as u64) as u32
+        });
+        let stream = self.stream();
+        let (row_ptr, transposed) = match kernel_op {
+            Transpose::No => (pat.row_ptr.clone(), None),
+            Transpose::Yes => {
+                let (col_ptr, rows, perm) = transpose_pattern(pat);
+                let dev = if perm.is_empty() { None } else { Some((stream.clone_htod(&rows)?, stream.clone_htod(&perm)?)) };
+                (col_ptr, dev)
+            }
+        };
+        let spec = RowsSpec {
+            row_ptr: &row_ptr,
+            n_tiles: to_u32("N tiles", n.div_ceil(tn as usize))?,
+            batch: to_u32("batch", a.batch)?,
+            kb: kb as u32,
+            ks: choice.ks(),
+            resident,
+            tile_group,
+        };
+        let mut work = plan_rows(spec)?;
+        if choice.family == KernelFamily::Hopper {
+            schedule_persistent(&mut work, resident, row_item_cost);
+        }
+        let device = DeviceWork::upload(stream, &work, (tm32 * tn) as usize)?;
+        Ok(SpmmPlan { pattern: pat.clone(), op_a, side, kernel_op, n, batch: a.batch, choice, work, device, transposed })
+    }
+
+    /// The kernel family for tile height `tm` and block K extent `kb`: wgmma + TMA on the Hopper
+    /// module where both are 64 or 128 and TMA's signed 32-bit coordinates cannot overflow,
+    /// mma.sync otherwise.
+    fn spmm_tile<T: InputElement>(&self, pat: &Pattern, tm: usize, kb: usize) -> Result<TileChoice> {
+        let tma_fits = pat.nnzb().checked_mul(pat.block.bm).is_some_and(|r| r < i32::MAX as usize);
+        let hopper = (tm as u32).try_into().ok().and_then(wgmma_tile_index).filter(|_| kb % WG_K as usize == 0 && pat.nnzb() > 0 && tma_fits);
+        if let Some(tile) = hopper {
+            let choice = TileChoice { family: KernelFamily::Hopper, tile };
+            if self.kernels.has(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile, output: T::DTYPE }) {
+                return Ok(choice);
+            }
+        }
+        let tile = mma_tile_index(tm as u32).ok_or(Error::UnsupportedBlockSize { bm: pat.block.bm, bk: pat.block.bk })?;
+        Ok(TileChoice { family: KernelFamily::Portable, tile })
+    }
+
+    /// `C = alpha · op(A) · op(B) + beta · C`, op(A) as planned, op(B) and C as the views are
+    /// given (`b.t()` for Bᵀ, `c.t_mut()` for a column-major C). Every argument is checked
+    /// before anything is launched. With `beta == 0`, C is only written.
+    pub fn spmm<'b, 'c, T: InputElement, O: Element>(
+        &self,
+        plan: &SpmmPlan,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: impl Into<MatRef<'b, T>>,
+        beta: f32,
+        c: impl Into<MatMut<'c, O>>,
+    ) -> Result<()> {
+        if plan.side != Side::Left {
+            return Err(Error::PlanMismatch("the plan was made for a dense x sparse product (use dense_sparse)".into()));
+        }
+        self.run_spmm(plan, alpha, a, b.into(), beta, c.into())
+    }
+
+    /// `C = alpha · op(X) · op(A) + beta · C` (dense × sparse), op(A) as planned, op(X) and C as
+    /// the views are given. Every argument is checked before anything is launched.
+    pub fn dense_sparse<'x, 'c, T: InputElement, O: Element>(
+        &self,
+        plan: &SpmmPlan,
+        alpha: f32,
+        x: impl Into<MatRef<'x, T>>,
+        a: &DeviceBsr<T>,
+        beta: f32,
+        c: impl Into<MatMut<'c, O>>,
+    ) -> Result<()> {
+        if plan.side != Side::Right {
+            return Err(Error::PlanMismatch("the plan was made for a sparse x dense product (use spmm)".into()));
+        }
+        // Cᵀ = op(A)ᵀ · op(X)ᵀ, both transposes being views of the same memory.
+        self.run_spmm(plan, alpha, a, x.into().t(), beta, c.into().t())
+    }
+
+    /// The kernel's product `C = alpha · op(A) · B + beta · C` (op(A) = `plan.kernel_op`).
+    fn run_spmm<T: InputElement, O: Element>(&self, plan: &SpmmPlan, alpha: f32, a: &DeviceBsr<T>, b: MatRef<'_, T>, beta: f32, mut c: MatMut<'_, O>) -> Result<()> {
+        check_scalars(alpha, beta)?;
+        if !Arc::ptr_eq(&plan.pattern, &a.pattern) {
+            return Err(Error::PlanMismatch("the plan was made for another sparsity pattern".into()));
+        }
+        let pat = &a.pattern;
+        let (m, k) = match plan.kernel_op {
+            Transpose::No => (pat.nrows, pat.ncols),
+            Transpose::Yes => (pat.ncols, pat.nrows),
+        };
+        let (bs, cs) = (b.shape(), c.shape());
+        let sparse_left = plan.side == Side::Left;
+        // Names in the user's terms: for dense × sparse, the kernel's B is op(X)ᵀ and C is Cᵀ.
+        let (what_bk, what_bn, what_cm, what_cn) = if sparse_left {
+            ("rows of op(B) (= columns of op(A))", "columns of op(B) (= N of the plan)", "rows of C (= rows of op(A))", "columns of C (= N of the plan)")
+        } else {
+            ("columns of op(X) (= rows of op(A))", "rows of op(X) (= M of the plan)", "columns of C (= columns of op(A))", "rows of C (= M of the plan)")
+        };
+        expect(what_bk, k, bs.rows)?;
+        expect(what_bn, plan.n, bs.cols)?;
+        expect(what_cm, m, cs.rows)?;
+        expect(what_cn, plan.n, cs.cols)?;
+        expect_batch("A", plan.batch, a.batch)?;
+        expect_batch(if sparse_left { "op(B)" } else { "op(X)" }, plan.batch, bs.batch)?;
+        expect_batch("C", plan.batch, cs.batch)?;
+
+        let block = pat.block;
+        let stream = self.stream();
+        let choice = plan.choice;
+        let kernel = self.kernels.get(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: O::DTYPE })?;
+        let mut fl = 0;
+        if plan.kernel_op == Transpose::Yes {
+            fl |= flags::A_MN_MAJOR | flags::A_PERMUTED;
+        }
+        if bs.layout == Layout::ColMajor {
+            fl |= flags::B_K_MAJOR;
+        }
+        if cs.layout == Layout::ColMajor {
+            fl |= flags::C_COL_MAJOR;
+        }
+        // Device addresses, their guards held until the launches are queued (so that cudarc
+        // orders later work on other streams after our reads and writes).
+        let (work, _work_guards) = plan.device.params(stream);
+        let (a_values, _ga) = a.values_ptr(stream);
+        let (kidx, _gk) = match &plan.transposed {
+            Some((rows, _)) => rows.device_ptr(stream),
+            None => pat.col_idx.device_ptr(stream),
+        };
+        let perm_guard = plan.transposed.as_ref().map(|(_, perm)| perm.device_ptr(stream));
+        let perm = perm_guard.as_ref().map_or(0, |(p, _)| *p);
+        let (b_ptr, _gb) = b.device_ptr(stream);
+        let (c_ptr, _gc) = c.device_ptr_mut(stream);
+        let out = DenseOut {
+            c: c_ptr,
+            batch_stride: cs.batch_stride as u64,
+            ld: to_u32("ldc", cs.ld)?,
+            rows: to_u32("M", m)?,
+            cols: to_u32("N", plan.n)?,
+            col_major: fl & flags::C_COL_MAJOR,
+            alpha,
+            beta,
+        };
+        let a_stride = a.values_per_matrix();
+        let params = SpmmParams {
+            work,
+            a_values,
+            kidx,
+            perm,
+            b: b_ptr,
+            a_batch_stride: a_stride as u64,
+            b_batch_stride: bs.batch_stride as u64,
+            ldb: to_u32("ldb", bs.ld)?,
+            k: to_u32("K", k)?,
+            bm_log2: block.bm.trailing_zeros(),
+            bk_log2: block.bk.trailing_zeros(),
+            flags: fl,
+            _pad: 0,
+            out,
+        };
+        match choice.family {
+            KernelFamily::Portable => {
+                // SAFETY: the parameter block is the kernel's (shared abi type); every pointer is
+                // a live allocation of the size the checks above established, guarded until the
+                // launch is queued; the plan's items index only blocks of `a` and tiles of C.
+                unsafe { launch(stream, kernel, plan.device.grid, params) }?;
+            }
+            KernelFamily::Hopper => {
+                let t = WGMMA_TILES[choice.tile];
+                let e = core::mem::size_of::<T>() as u64;
+                let batch = plan.batch as u64;
+                // A: the values as a (nnzb · bm, bk) matrix per batch entry.
+                let a_rows = (pat.nnzb() * block.bm) as u64;
+                let a_box = if plan.kernel_op == Transpose::No { [WG_K, t.tm] } else { [WG_K, WG_K] };
+                let tmap_a = tensor_map::<T>(a_values, [block.bk as u64, a_rows, batch], [block.bk as u64 * e, a_stride as u64 * e], a_box)?;
+                let tmap_b = dense_map::<T>(b_ptr, &bs, [WG_K, WG_K])?;
+                let tmap_c = if t.c_buffers > 0 && cs.layout == Layout::RowMajor {
+                    let ce = core::mem::size_of::<O>() as u32;
+                    dense_map::<O>(c_ptr, &cs, [128 / ce, blocksparse_abi::WG_M])?
+                } else {
+                    [0; 16]
+                };
+                let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
+                // SAFETY: as above; the tensor maps describe exactly the A values, B and C
+                // allocations (shapes and pitches checked), and out-of-range boxes read zeros.
+                unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
+            }
+        }
+        if let Some((groups, _gg)) = plan.device.groups(stream) {
+            let fix = FixupParams { partials: work.partials, groups, tm: choice.shape().0, tn: choice.shape().1, out };
+            let fixup = self.kernels.get(KernelKey { op: OpKind::Fixup, family: KernelFamily::Portable, input: crate::DType::F16, tile: 0, output: O::DTYPE })?;
+            // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote and
+            // writes the split tiles of C.
+            unsafe { launch(stream, fixup, plan.device.n_groups, fix) }?;
+        }
+        Ok(())
+    }
+}
+
+/// The TMA map of a dense view: (contiguous extent, strided extent, batch), box `boxdim`.
+pub(crate) fn dense_map<T: Element>(ptr: u64, s: &MatShape, boxdim: [u32; 2]) -> Result<[u64; 16]> {
+    let (inner, outer) = s.inner_outer();
+    let e = core::mem::size_of::<T>() as u64;
+    tensor_map::<T>(ptr, [inner as u64, outer as u64, s.batch as u64], [s.ld as u64 * e, s.batch_stride as u64 * e], boxdim)
+}

@@ -1,0 +1,312 @@
+//! The Hopper kernel skeleton (sm_90a), written once for every op: TMA loads into a
+//! 128-byte-swizzled shared-memory ring guarded by full/empty mbarriers, one producer
+//! warpgroup, consumer warpgroups running `wgmma m64n256k16` with f32 accumulators in
+//! registers, and a persistent grid that walks the host plan (ThunderKittens' producer load /
+//! consumer compute / finish; CUTLASS's warp-specialized persistent mainloop).
+//!
+//! An op ([`HopperOp`]) supplies its stage stream (which boxes of which tensor map each K stage
+//! loads, [`StageStream`]), the number of stages of an item, and its epilogue. The skeleton owns
+//! the shared-memory layout, the barriers, the roles, the operand layouts of the tensor-core
+//! loop and the consumer skew.
+//!
+//! Stage layout (`WgmmaTile`): A `(tm, 64)` as one K-major box `(64, tm)` or `tm / 64` MN-major
+//! boxes `(64 M, 64 K)`; B `(64, tn)` as `tn / 64` boxes, MN-major `(64 N, 64 K)` or K-major
+//! `(64 K, 64 N)`. Consumer `c` owns rows `64 · (c / wg_n)` and columns `256 · (c % wg_n)` of
+//! the tile, i.e. A box `c / wg_n` (8 KB on) and B boxes `4 · (c % wg_n) ..` (32 KB on) in
+//! either layout.
+//!
+//! Ring bookkeeping is [`MbarRing`] + [`PipelineState`]: the producer acquires a slot, announces
+//! the stage's bytes and issues the copies; consumers wait on the stage, run its wgmma and, once
+//! the next stage's wgmma are in flight (`wait_group 1`), release the slot.
+//!
+//! With `WgmmaTile::skew`, consumer 1 runs a fixed number of stages behind consumer 0, so that
+//! the two warpgroups reach their epilogues at different times and one keeps the tensor cores
+//! busy while the other stores.
+
+use blocksparse_abi::{BOX, BOX_BYTES, C_CHUNK_BYTES, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
+
+use crate::core::epilogue::CStage;
+use crate::core::ring::{MbarRing, PipelineState};
+use crate::core::work::ItemCursor;
+use crate::dtype::{Output, WgInput};
+use crate::ptx::{smem_base, sync_threads, thread_idx};
+use crate::ptx_sm90::{
+    named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, sw128_desc, tma_load_3d, wgmma_commit, wgmma_fence,
+    wgmma_wait0, wgmma_wait1,
+};
+
+/// Named barrier that starts consumer 1 `skew` stages after consumer 0 (0 is the block-wide
+/// barrier, `1 + c` the epilogue barrier of consumer `c`).
+const SKEW_BARRIER: u32 = 3;
+
+/// Bytes of one 128-byte-swizzled row (64 f16/bf16) and of one 8-row swizzle atom.
+const ROW_BYTES: u32 = 128;
+const ATOM_BYTES: u32 = 8 * ROW_BYTES;
+
+/// Generic addresses of the kernel's tensor maps (in its parameter memory).
+#[derive(Clone, Copy)]
+pub struct Maps {
+    /// The A operand's map.
+    pub a: u64,
+    /// The B operand's map.
+    pub b: u64,
+    /// A row-major C's map (tiles that store through TMA).
+    pub c: u64,
+}
+
+/// Shared addresses of one ring slot's A and B tiles.
+#[derive(Clone, Copy)]
+pub struct Slot {
+    /// `(tm, 64)` A.
+    pub a: u32,
+    /// `(64, tn)` B, in `tn / 64` boxes.
+    pub b: u32,
+}
+
+/// The producer side of an op: the K stages of this thread block's items, in order.
+pub trait StageStream: Sized {
+    /// The op's launch parameters.
+    type Params;
+    /// One stage's coordinates.
+    type Stage: Copy;
+    /// The stream over this block's items.
+    unsafe fn new(p: &Self::Params, items: ItemCursor) -> Self;
+    /// The next stage (its global reads, if any, already in flight), or `None` at the end.
+    unsafe fn next(&mut self, p: &Self::Params) -> Option<Self::Stage>;
+    /// Issues the loads of stage `s` (the one [`StageStream::next`] returned last) into
+    /// `slot`, completing on the mbarrier `full`.
+    unsafe fn issue(&self, p: &Self::Params, s: &Self::Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32);
+}
+
+/// What an epilogue knows about the consumer warpgroup that calls it.
+#[derive(Clone, Copy)]
+pub struct Consumer {
+    /// Rows `64 · wm ..` of the tile.
+    pub wm: u32,
+    /// Columns `256 · wn ..` of the tile.
+    pub wn: u32,
+    /// Thread in the warpgroup (0..128).
+    pub lt: u32,
+    /// The tile configuration.
+    pub t: WgmmaTile,
+    /// This warpgroup's C staging chunks (tiles with `c_buffers > 0`).
+    pub stage: CStage,
+}
+
+/// An op of the Hopper kernel family.
+pub trait HopperOp {
+    /// The op's launch parameters.
+    type Params;
+    /// Its producer side.
+    type Stream: StageStream<Params = Self::Params>;
+    /// Where the work is.
+    fn work(p: &Self::Params) -> &WorkParams;
+    /// The [`flags`] bits.
+    fn flags(p: &Self::Params) -> u32;
+    /// K stages of 64 of an item.
+    fn k_stages(p: &Self::Params, item: &WorkItem) -> u32;
+    /// Writes a consumer warpgroup's `(64, 256)` accumulators (all 128 threads call it).
+    unsafe fn store<O: Output>(p: &Self::Params, item: &WorkItem, acc: &[f32; 128], c: &Consumer);
+}
+
+/// Loads the A slice of a stage: the box at (`k`, `m`) of a K-major map (one `(64, tm)` box),
+/// or the `tm / 64` boxes at (`m + 64 w`, `k`) of an MN-major one; `batch` is the third
+/// coordinate.
+#[inline(always)]
+pub unsafe fn load_a(maps: &Maps, t: WgmmaTile, a_mn: bool, slot: Slot, k: u32, m: u32, batch: u32, full: u32) {
+    unsafe {
+        if a_mn {
+            let mut w = 0;
+            while w < t.tm / BOX {
+                tma_load_3d(slot.a + w * BOX_BYTES, maps.a, m + w * BOX, k, batch, full);
+                w += 1;
+            }
+        } else {
+            tma_load_3d(slot.a, maps.a, k, m, batch, full);
+        }
+    }
+}
+
+/// Loads B box `j` of a stage: columns `n .. n + 64` and K rows `k .. k + 64` of op(B), from
+/// an MN-major map (coordinates (`n`, `k`)) or a K-major one ((`k`, `n`)).
+#[inline(always)]
+pub unsafe fn load_b_box(maps: &Maps, b_k: bool, slot: Slot, j: u32, n: u32, k: u32, batch: u32, full: u32) {
+    let dst = slot.b + j * BOX_BYTES;
+    unsafe {
+        if b_k {
+            tma_load_3d(dst, maps.b, k, n, batch, full);
+        } else {
+            tma_load_3d(dst, maps.b, n, k, batch, full);
+        }
+    }
+}
+
+/// Shared-memory layout of one thread block (1024-byte aligned: the swizzle pattern of TMA and
+/// of the wgmma descriptors is a function of the address bits).
+#[derive(Clone, Copy)]
+struct Smem {
+    a_ring: u32,  // (stages, tm, WG_K)
+    b_ring: u32,  // (stages, tn / 64, 64 × 64)
+    c_stage: u32, // (consumers, c_buffers, WG_M, 128 bytes)
+    ring: MbarRing,
+    t: WgmmaTile,
+}
+
+impl Smem {
+    #[inline(always)]
+    fn slot(&self, slot: u32) -> Slot {
+        Slot { a: self.a_ring + slot * self.t.a_stage_bytes(), b: self.b_ring + slot * self.t.b_stage_bytes() }
+    }
+}
+
+/// The kernel body for tile `WGMMA_TILES[TILE]`.
+#[inline(always)]
+pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op::Params, maps: Maps) {
+    let t = WGMMA_TILES[TILE];
+    let tid = thread_idx();
+    let warpgroup = tid / 128;
+    let base = (smem_base() + 1023) & !1023;
+    let sm = Smem {
+        a_ring: base,
+        b_ring: base + t.stages * t.a_stage_bytes(),
+        c_stage: base + t.c_stage_offset(),
+        ring: MbarRing { bars: base + t.barrier_offset(), stages: t.stages },
+        t,
+    };
+    if tid == 0 {
+        unsafe { sm.ring.init(t.consumers()) };
+    }
+    sync_threads();
+
+    if warpgroup == 0 {
+        set_max_nreg_producer();
+        if tid == 0 {
+            unsafe { produce::<Op>(p, sm, maps) };
+        }
+    } else {
+        set_max_nreg_consumer();
+        unsafe { consume::<Op, I, O>(p, sm, maps, warpgroup - 1, tid % 128) };
+    }
+}
+
+/// Load role: one thread streams the op's stages into the ring.
+#[inline(always)]
+unsafe fn produce<Op: HopperOp>(p: &Op::Params, sm: Smem, maps: Maps) {
+    let mut st = PipelineState::new(sm.t.stages);
+    let mut stream = unsafe { Op::Stream::new(p, ItemCursor::mine(Op::work(p))) };
+    while let Some(stage) = unsafe { stream.next(p) } {
+        unsafe {
+            let full = sm.ring.producer_acquire(st, sm.t.stage_bytes());
+            stream.issue(p, &stage, &maps, sm.t, sm.slot(st.slot), full);
+        }
+        st.advance();
+    }
+}
+
+/// Compute + store role of consumer warpgroup `c` (thread `lt` of 128 in it).
+#[inline(always)]
+unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem, maps: Maps, c: u32, lt: u32) {
+    let t = sm.t;
+    let (wm, wn) = (c / t.wg_n, c % t.wg_n);
+    let consumer = Consumer {
+        wm,
+        wn,
+        lt,
+        t,
+        // Named barriers 1 + c (0 is the block-wide one).
+        stage: CStage { chunks: sm.c_stage + c * t.c_buffers * C_CHUNK_BYTES, barrier: 1 + c, tmap: maps.c },
+    };
+    // This warpgroup's operands inside a stage: A box wm, B boxes 4 wn .. 4 wn + 4.
+    let a_off = wm * WG_M * ROW_BYTES;
+    let b_off = wn * (WG_N / BOX) * BOX_BYTES;
+    // Lag of warpgroup 1 behind warpgroup 0 (`WgmmaTile::skew`): warpgroup 1 starts once
+    // warpgroup 0 has multiplied `skew` stages (or all of its stages, if fewer). Both walk the
+    // same stages, so the lag then persists: each one's epilogue overlaps the other's wgmma.
+    // Stages warpgroup 0 still owes before it lets warpgroup 1 start.
+    let mut skew_left = if c == 0 { t.skew } else { 0 };
+    if t.skew > 0 && c == 1 {
+        named_barrier(SKEW_BARRIER, 256);
+    }
+    let mut st = PipelineState::new(t.stages);
+    let layout = Op::flags(p) & (flags::A_MN_MAJOR | flags::B_K_MAJOR);
+    let mut items = unsafe { ItemCursor::mine(Op::work(p)) };
+    while let Some(item) = unsafe { items.next() } {
+        let n_k = Op::k_stages(p, &item);
+        // (128 threads, 128) f32: the m64n256 accumulator fragment.
+        let mut acc = [0.0f32; 128];
+        let ring = Mainloop { sm, a_off, b_off, n_k, lt };
+        unsafe {
+            match layout {
+                0 => ring.run::<I, false, false>(&mut acc, &mut st, &mut skew_left),
+                flags::A_MN_MAJOR => ring.run::<I, true, false>(&mut acc, &mut st, &mut skew_left),
+                flags::B_K_MAJOR => ring.run::<I, false, true>(&mut acc, &mut st, &mut skew_left),
+                _ => ring.run::<I, true, true>(&mut acc, &mut st, &mut skew_left),
+            }
+            Op::store::<O>(p, &item, &acc, &consumer);
+        }
+    }
+    if skew_left > 0 {
+        named_barrier_arrive(SKEW_BARRIER, 256);
+    }
+    if t.c_buffers > 0 && lt == 0 {
+        consumer.stage.drain();
+    }
+}
+
+/// One item's pass of a consumer warpgroup over the ring.
+#[derive(Clone, Copy)]
+struct Mainloop {
+    sm: Smem,
+    a_off: u32,
+    b_off: u32,
+    n_k: u32,
+    lt: u32,
+}
+
+impl Mainloop {
+    /// `n_k` stages into `acc`, operands K-major or MN-major as `A_MN` / `B_K` say.
+    #[inline(always)]
+    unsafe fn run<I: WgInput, const A_MN: bool, const B_K: bool>(&self, acc: &mut [f32; 128], st: &mut PipelineState, skew_left: &mut u32) {
+        let ring = self.sm.ring;
+        let mut prev: Option<u32> = None;
+        let mut kt = 0;
+        while kt < self.n_k {
+            unsafe { ring.consumer_wait(*st) };
+            wgmma_fence();
+            let slot = self.sm.slot(st.slot);
+            let (a, b) = (slot.a + self.a_off, slot.b + self.b_off);
+            let mut kk = 0;
+            while kk < WG_K / 16 {
+                // K-major: rows of 128 bytes along K, next k16 slice 32 bytes on. MN-major:
+                // rows along M (N) in 64-element boxes LBO apart, 8-row K groups SBO apart;
+                // next k16 slice = 16 rows on.
+                let da = if A_MN { sw128_desc(a + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) } else { sw128_desc(a + kk * 32, 16, ATOM_BYTES) };
+                let db = if B_K { sw128_desc(b + kk * 32, 16, ATOM_BYTES) } else { sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) };
+                unsafe { I::wgmma::<A_MN, B_K>(acc, da, db) };
+                kk += 1;
+            }
+            wgmma_commit();
+            wgmma_wait1(acc);
+            if let Some(s) = prev {
+                if self.lt == 0 {
+                    unsafe { ring.consumer_release(s) };
+                }
+            }
+            prev = Some(st.slot);
+            st.advance();
+            kt += 1;
+            if *skew_left > 0 {
+                *skew_left -= 1;
+                if *skew_left == 0 {
+                    named_barrier_arrive(SKEW_BARRIER, 256);
+                }
+            }
+        }
+        wgmma_wait0(acc);
+        if let Some(s) = prev {
+            if self.lt == 0 {
+                unsafe { ring.consumer_release(s) };
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! What every op shares: the stage ring, the work source, the epilogues, the two kernel
+//! skeletons and the split-K fix-up.
+
+pub mod epilogue;
+pub mod fixup;
+#[cfg(target_feature = "sm_90a")]
+pub mod hopper;
+pub mod portable;
+pub mod ring;
+pub mod smem;
+pub mod work;

@@ -1,0 +1,229 @@
+//! The portable kernel skeleton (sm_80+): one thread block per work item, a multistage
+//! `cp.async` ring feeding `ldmatrix` + `mma.sync` m16n8k16 with f32 accumulators in registers.
+//! An op supplies where each 16-byte chunk of a stage comes from ([`PortableOp::a_chunk`],
+//! [`PortableOp::b_chunk`]) and where the tile goes ([`PortableOp::store`]); the ring, the
+//! operand layouts and the tensor-core loop are written here once.
+//!
+//! Shared memory: `A ring (stages, A stage) | B ring (stages, B stage) | block cache`. A stage
+//! holds the tile's A slice `(tm, ks)` either K-major (rows along M, `ldmatrix`) or MN-major
+//! (rows along K, `ldmatrix.trans`), and its B slice `(ks, tn)` either MN-major (rows along K,
+//! `ldmatrix.trans`) or K-major (rows along N, `ldmatrix`), as the op's [`flags`] say; each
+//! layout is a separate instantiation of the main loop, chosen once per thread block.
+//!
+//! Ring bookkeeping: stage `t` lives in slot `t % stages`. Before computing stage `t`, every
+//! thread waits for its own copies of stage `t` (at most `stages - 2` newer groups in flight)
+//! and the block barrier makes all threads' copies visible. The same barrier proves that every
+//! warp has finished computing stage `t - 1`, so its slot can receive stage `t + stages - 1`.
+
+use blocksparse_abi::{MMA_TILES, MmaTile, WARP_N, flags};
+
+use crate::core::ring::PipelineState;
+use crate::core::smem::SmemTile;
+use crate::dtype::{Input, Output};
+use crate::ptx::{cp_async_16, cp_async_commit, cp_async_wait, ldmatrix_x4, ldmatrix_x4_trans, smem_base, sync_threads, thread_idx};
+
+/// n8 fragments per warp along N.
+pub const NJ: usize = (WARP_N / 8) as usize;
+
+/// Per-warp accumulators: `(MI, NJ, 4)` f32 in the `mma.sync` C fragment layout, MI ≤ 4 (the
+/// rows a tile does not use are optimised away).
+pub type Acc = [[[f32; 4]; NJ]; 4];
+
+/// Where a warp's `(16 · MI, 64)` accumulators sit in the tile.
+#[derive(Clone, Copy)]
+pub struct WarpTile {
+    /// First tile row of the warp.
+    pub row0: u32,
+    /// First tile column of the warp.
+    pub col0: u32,
+    /// m16 fragments along M.
+    pub mi: usize,
+    /// Lane in the warp.
+    pub lane: u32,
+}
+
+/// An op of the portable kernel family.
+pub trait PortableOp {
+    /// The op's launch parameters.
+    type Params;
+    /// What a thread block knows about its item after [`PortableOp::prepare`].
+    type Item: Copy;
+
+    /// The [`flags`] bits.
+    fn flags(p: &Self::Params) -> u32;
+    /// Every thread: reads this block's work item and writes what its stages need into the
+    /// block cache at shared address `cache` (the skeleton synchronises after). No barriers.
+    unsafe fn prepare(p: &Self::Params, t: MmaTile, cache: u32, tid: u32) -> Self::Item;
+    /// K stages of `ks` elements of the item.
+    fn k_stages(p: &Self::Params, it: &Self::Item, t: MmaTile) -> u32;
+    /// Source of the 16-byte chunk `chunk` of row `row` of the A slice of the stage starting at
+    /// K offset `k0`: rows along M (K-major, `A_MN` false) or along K (MN-major). Returns the
+    /// address and the bytes to read (0..=16; the rest of the chunk is zero-filled).
+    unsafe fn a_chunk<const A_MN: bool>(p: &Self::Params, it: &Self::Item, k0: u32, row: u32, chunk: u32) -> (*const u8, u32);
+    /// As [`PortableOp::a_chunk`] for the B slice: rows along K (MN-major, `B_K` false) or
+    /// along N (K-major).
+    unsafe fn b_chunk<const B_K: bool>(p: &Self::Params, it: &Self::Item, k0: u32, row: u32, chunk: u32) -> (*const u8, u32);
+    /// Writes one warp's accumulators (all 32 lanes call it).
+    unsafe fn store<O: Output>(p: &Self::Params, it: &Self::Item, t: MmaTile, w: WarpTile, acc: &Acc);
+}
+
+/// The kernel body for tile `MMA_TILES[TILE]`.
+#[inline(always)]
+pub unsafe fn run<Op: PortableOp, I: Input, O: Output, const TILE: usize>(p: &Op::Params) {
+    let t = MMA_TILES[TILE];
+    let tid = thread_idx();
+    let (warp, lane) = (tid / 32, tid % 32);
+    let (warp_m, warp_n) = (warp / t.warps_n, warp % t.warps_n);
+    let mi = (t.warp_m() / 16) as usize;
+
+    let smem = smem_base();
+    let cache = smem + t.cache_offset();
+    let it = unsafe { Op::prepare(p, t, cache, tid) };
+    sync_threads();
+    let n_k = Op::k_stages(p, &it, t);
+
+    let w = WarpTile { row0: warp_m * t.warp_m(), col0: warp_n * WARP_N, mi, lane };
+    let acc = match Op::flags(p) & (flags::A_MN_MAJOR | flags::B_K_MAJOR) {
+        0 => unsafe { mainloop::<Op, I, false, false>(p, &it, t, smem, n_k, w) },
+        flags::A_MN_MAJOR => unsafe { mainloop::<Op, I, true, false>(p, &it, t, smem, n_k, w) },
+        flags::B_K_MAJOR => unsafe { mainloop::<Op, I, false, true>(p, &it, t, smem, n_k, w) },
+        _ => unsafe { mainloop::<Op, I, true, true>(p, &it, t, smem, n_k, w) },
+    };
+    unsafe { Op::store::<O>(p, &it, t, w, &acc) };
+}
+
+/// The ring over `n_k` stages for one operand layout: cp.async loads of each stage's chunks
+/// (as the op maps them), then the warp's `(16 · MI, 64)` share of each stage on the tensor
+/// cores.
+#[inline(always)]
+unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
+    p: &Op::Params,
+    it: &Op::Item,
+    t: MmaTile,
+    smem: u32,
+    n_k: u32,
+    w: WarpTile,
+) -> Acc {
+    let threads = t.threads();
+    let tid = thread_idx();
+    // Stage layouts: (rows, 16-byte chunks per row) of A and B.
+    let (a_rows, a_rc) = if A_MN { (t.ks, t.tm / 8) } else { (t.tm, t.ks / 8) };
+    let (b_rows, b_rc) = if B_K { (t.tn, t.ks / 8) } else { (t.ks, t.tn / 8) };
+    let a_ring = SmemTile { base: smem, row_chunks: a_rc };
+    let b_ring = SmemTile { base: smem + t.stages * t.a_stage_bytes(), row_chunks: b_rc };
+    let a_chunks = a_rows * a_rc;
+    let b_chunks = b_rows * b_rc;
+
+    // ---- load: stage `stage` of A and B into ring slot `slot`; thread `tid` copies chunks
+    // `tid + i · threads` (a constant trip count, so the copies unroll) ----
+    let load = |stage: u32, slot: u32| {
+        let k0 = stage * t.ks;
+        let a_slot = a_ring.offset(slot * t.a_stage_bytes());
+        let mut i = 0;
+        while i < a_chunks.div_ceil(threads) {
+            let idx = tid + i * threads;
+            // With fewer chunks than threads (small tiles), the last threads copy nothing.
+            if a_chunks % threads == 0 || idx < a_chunks {
+                let (r, c) = (idx / a_rc, idx % a_rc);
+                let (src, bytes) = unsafe { Op::a_chunk::<A_MN>(p, it, k0, r, c) };
+                unsafe { cp_async_16(a_slot.chunk_addr(r, c), src, bytes) };
+            }
+            i += 1;
+        }
+        let b_slot = b_ring.offset(slot * t.b_stage_bytes());
+        let mut i = 0;
+        while i < b_chunks / threads {
+            let idx = tid + i * threads;
+            let (r, c) = (idx / b_rc, idx % b_rc);
+            let (src, bytes) = unsafe { Op::b_chunk::<B_K>(p, it, k0, r, c) };
+            unsafe { cp_async_16(b_slot.chunk_addr(r, c), src, bytes) };
+            i += 1;
+        }
+    };
+
+    // ---- compute: the warp's (16 · MI, 64) sub-tile over one slot ----
+    let mut acc: Acc = [[[0.0; 4]; NJ]; 4];
+    let lane = w.lane;
+    let compute = |acc: &mut Acc, slot: u32| {
+        let a_slot = a_ring.offset(slot * t.a_stage_bytes());
+        let b_slot = b_ring.offset(slot * t.b_stage_bytes());
+        let mut kk = 0;
+        while kk < t.ks / 16 {
+            // A fragments (16 rows × k16 each): matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15).
+            let mut af = [[0u32; 4]; 4];
+            let mut i = 0;
+            while i < w.mi {
+                let m = w.row0 + 16 * i as u32;
+                af[i] = unsafe {
+                    if A_MN {
+                        // Lane l addresses K row (l / 16)·8 + l % 8 of M chunk (l / 8) % 2.
+                        ldmatrix_x4_trans(a_slot.chunk_addr(16 * kk + 8 * (lane / 16) + lane % 8, m / 8 + (lane / 8) % 2))
+                    } else {
+                        // Lane l addresses M row l % 16 at K chunk l / 16.
+                        ldmatrix_x4(a_slot.chunk_addr(m + lane % 16, 2 * kk + lane / 16))
+                    }
+                };
+                i += 1;
+            }
+            // B fragments, two n8 groups per ldmatrix: (k 0-7 | 8-15) × (group j | j + 1).
+            let mut bf = [[0u32; 4]; NJ / 2];
+            let mut j = 0;
+            while j < NJ / 2 {
+                bf[j] = unsafe {
+                    if B_K {
+                        // Lane l addresses N row 8·(2j + l / 16) + l % 8 at K chunk (l / 8) % 2.
+                        let n = w.col0 + 8 * (2 * j as u32 + lane / 16) + lane % 8;
+                        ldmatrix_x4(b_slot.chunk_addr(n, 2 * kk + (lane / 8) % 2))
+                    } else {
+                        // Lane l addresses K row (l & 7) + 8·((l >> 3) & 1) at N chunk 2j + l / 16.
+                        let krow = 16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1);
+                        ldmatrix_x4_trans(b_slot.chunk_addr(krow, w.col0 / 8 + 2 * j as u32 + lane / 16))
+                    }
+                };
+                j += 1;
+            }
+            let mut i = 0;
+            while i < w.mi {
+                let mut j = 0;
+                while j < NJ / 2 {
+                    I::mma(&mut acc[i][2 * j], &af[i], bf[j][0], bf[j][1]);
+                    I::mma(&mut acc[i][2 * j + 1], &af[i], bf[j][2], bf[j][3]);
+                    j += 1;
+                }
+                i += 1;
+            }
+            kk += 1;
+        }
+    };
+
+    // Prologue: fill stages - 1 slots. A group is committed even when empty so that the wait
+    // count below always refers to the right stage.
+    let mut s = 0;
+    while s < t.stages - 1 {
+        if s < n_k {
+            load(s, s);
+        }
+        cp_async_commit();
+        s += 1;
+    }
+    let mut read = PipelineState::new(t.stages);
+    let mut write = PipelineState::starting_at(t.stages, t.stages - 1);
+    let mut st = 0;
+    while st < n_k {
+        cp_async_wait(t.stages - 2);
+        sync_threads();
+        let next = st + t.stages - 1;
+        if next < n_k {
+            load(next, write.slot);
+        }
+        cp_async_commit();
+        compute(&mut acc, read.slot);
+        read.advance();
+        write.advance();
+        st += 1;
+    }
+    // Nothing real is in flight any more (the trailing groups are empty); drain anyway so the
+    // block never exits with copies outstanding.
+    cp_async_wait(0);
+    acc
+}

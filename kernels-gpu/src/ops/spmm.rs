@@ -1,0 +1,295 @@
+//! SpMM: `C = alpha · op(A) · op(B) + beta · C` with A block-sparse, on either kernel family.
+//!
+//! The plan streams A's blocks per output tile row: for op(A) = A the blocks of one block row
+//! (stream position `q` is block `q`, `kidx[q]` its block column); for op(A) = Aᵀ the blocks
+//! of one block column (position `q` is block `perm[q]`, `kidx[q]` its block row). With `kb`
+//! the K extent of a block (bk for A, bm for Aᵀ), for the work item (tile row `r`, N tile `nt`,
+//! positions `q0..q1`, matrix `b`):
+//! ```text
+//! for i in 0..tm, j in nt*tn .. min((nt+1)*tn, N):
+//!     acc = 0
+//!     for q in q0..q1, kk in 0..kb:
+//!         blk = perm[q] (or q)
+//!         a = values[b][blk][i][kk]   (A)     or   values[b][blk][kk][i]   (Aᵀ)
+//!         acc += a * opB[b][kidx[q]*kb + kk][j]
+//!     C[b][r*tm + i][j] = alpha*acc + beta*C[b][r*tm + i][j]      (or acc → partial slot)
+//! ```
+//! The item's blocks form one virtual K axis of length `(q1 - q0) · kb`, cut into stages: a
+//! stage may hold several small blocks or part of a large one. Virtual k past the end is
+//! zero-filled in both operands.
+
+use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_SLOT, SpmmParams, WorkItem, flags};
+
+use crate::core::epilogue::{DenseDest, store_partial_strip, store_strip};
+use crate::core::portable::{Acc, PortableOp, WarpTile};
+use crate::core::work::this_block_item;
+use crate::dtype::Output;
+use crate::ptx::{ld_global_nc_u32, ld_shared_u32, opaque, st_shared_u32, trap};
+
+/// The SpMM op.
+pub struct Spmm;
+
+/// log2 of the K extent of one block: bk for A, bm for Aᵀ.
+#[inline(always)]
+fn kb_log2(p: &SpmmParams) -> u32 {
+    if p.flags & flags::A_PERMUTED != 0 { p.bm_log2 } else { p.bk_log2 }
+}
+
+/// Element offset of matrix `batch`'s values of block `blk`, row `row`, column `col`.
+#[inline(always)]
+fn a_offset(p: &SpmmParams, batch: u32, blk: u32, row: u32, col: u32) -> usize {
+    batch as usize * p.a_batch_stride as usize + ((((blk as usize) << p.bm_log2) + row as usize) << p.bk_log2) + col as usize
+}
+
+/// A portable thread block's item and its stream: block `i` of the item is position
+/// `blk_begin + i`, with its K-block index at `cache[i]` and its block at `cache[MAX + i]`.
+#[derive(Clone, Copy)]
+pub struct PortableItem {
+    item: WorkItem,
+    cache: u32,
+    /// Virtual K length `(q1 - q0) · kb`.
+    ktot: u32,
+    /// First column of the output tile.
+    n0: u32,
+}
+
+impl PortableItem {
+    /// K-block index of item block `i` (the rows of op(B) it meets).
+    #[inline(always)]
+    unsafe fn kblk(&self, i: u32) -> u32 {
+        unsafe { ld_shared_u32(self.cache + 4 * i) }
+    }
+    /// The block item block `i` is (its values).
+    #[inline(always)]
+    unsafe fn blk(&self, p: &SpmmParams, i: u32) -> u32 {
+        if p.flags & flags::A_PERMUTED != 0 { unsafe { ld_shared_u32(self.cache + 4 * (MAX_ITEM_BLOCKS + i)) } } else { self.item.blk_begin + i }
+    }
+}
+
+impl PortableOp for Spmm {
+    type Params = SpmmParams;
+    type Item = PortableItem;
+
+    #[inline(always)]
+    fn flags(p: &SpmmParams) -> u32 {
+        p.flags
+    }
+
+    #[inline(always)]
+    unsafe fn prepare(p: &SpmmParams, t: MmaTile, cache: u32, tid: u32) -> PortableItem {
+        let item = unsafe { this_block_item(&p.work) };
+        let nblk = item.blk_end - item.blk_begin;
+        if nblk > MAX_ITEM_BLOCKS {
+            trap(); // the planner never emits this
+        }
+        let kidx = p.kidx as *const u32;
+        let perm = p.perm as *const u32;
+        let permuted = p.flags & flags::A_PERMUTED != 0;
+        let mut i = tid;
+        while i < nblk {
+            let q = item.blk_begin + i;
+            unsafe {
+                st_shared_u32(cache + 4 * i, ld_global_nc_u32(kidx.wrapping_add(q as usize)));
+                if permuted {
+                    st_shared_u32(cache + 4 * (MAX_ITEM_BLOCKS + i), ld_global_nc_u32(perm.wrapping_add(q as usize)));
+                }
+            }
+            i += t.threads();
+        }
+        PortableItem { item, cache, ktot: nblk << kb_log2(p), n0: item.n_tile * t.tn }
+    }
+
+    #[inline(always)]
+    fn k_stages(_p: &SpmmParams, it: &PortableItem, t: MmaTile) -> u32 {
+        it.ktot.div_ceil(t.ks)
+    }
+
+    #[inline(always)]
+    unsafe fn a_chunk<const A_MN: bool>(p: &SpmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+        let kb_log2 = kb_log2(p);
+        // K-major (A): row = M row of the block, chunk along its columns (K).
+        // MN-major (Aᵀ): row = K = a row of the block, chunk along its columns (M).
+        let k = if A_MN { k0 + row } else { k0 + 8 * chunk };
+        let values = p.a_values as *const u16;
+        if k >= it.ktot {
+            return (values as *const u8, 0);
+        }
+        let (i, kin) = (k >> kb_log2, k & ((1 << kb_log2) - 1));
+        let blk = unsafe { it.blk(p, i) };
+        let off = if A_MN { a_offset(p, it.item.batch, blk, kin, 8 * chunk) } else { a_offset(p, it.item.batch, blk, row, kin) };
+        (values.wrapping_add(off) as *const u8, 16)
+    }
+
+    #[inline(always)]
+    unsafe fn b_chunk<const B_K: bool>(p: &SpmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+        let kb_log2 = kb_log2(p);
+        let n_total = p.out.cols;
+        let n0 = it.n0;
+        // MN-major: row = K row of op(B), chunk along N. K-major: row = N, chunk along K.
+        let (k, n) = if B_K { (k0 + 8 * chunk, n0 + row) } else { (k0 + row, n0 + 8 * chunk) };
+        let b = (p.b as *const u16).wrapping_add(it.item.batch as usize * p.b_batch_stride as usize);
+        if k >= it.ktot || n >= n_total {
+            return (b as *const u8, 0);
+        }
+        let (i, kin) = (k >> kb_log2, k & ((1 << kb_log2) - 1));
+        let kblk = unsafe { it.kblk(i) };
+        let brow = ((kblk << kb_log2) + kin) as usize;
+        if B_K {
+            // The stride through `opaque`: otherwise the row offsets of a thread's chunks are
+            // hoisted out of the K loop into registers the tile cannot spare.
+            (b.wrapping_add(n as usize * opaque(p.ldb) as usize + brow) as *const u8, 16)
+        } else {
+            (b.wrapping_add(brow * p.ldb as usize + n as usize) as *const u8, (n_total - n).min(8) * 2)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store<O: Output>(p: &SpmmParams, it: &PortableItem, t: MmaTile, w: WarpTile, acc: &Acc) {
+        let item = &it.item;
+        if item.partial_slot == NO_SLOT {
+            let d = DenseDest::tile::<O>(&p.out, item.batch, item.tile_row * t.tm + w.row0, item.n_tile * t.tn + w.col0);
+            let mut i = 0;
+            while i < w.mi {
+                unsafe { store_strip::<O, _, 8>(&d, 16 * i as u32, 0, w.lane, |j| acc[i][j]) };
+                i += 1;
+            }
+        } else {
+            let tile = (p.work.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.tm * t.tn) as usize);
+            let mut i = 0;
+            while i < w.mi {
+                unsafe { store_partial_strip::<8>(tile, t.tn, w.row0 + 16 * i as u32, w.col0, w.lane, |j| acc[i][j]) };
+                i += 1;
+            }
+        }
+    }
+}
+
+#[cfg(target_feature = "sm_90a")]
+mod hopper {
+    use super::*;
+    use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
+    use crate::core::work::ItemCursor;
+    use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
+
+    /// The producer's stream of K stages over this block's items. Global reads are issued one
+    /// step ahead of their use, so their latency hides behind the barrier wait and TMA issue of
+    /// the stage before: each item's descriptor one item ahead, each stage's block indices one
+    /// stage ahead.
+    pub struct SpmmStages {
+        items: ItemCursor,
+        /// The item being walked, its stage count and the next stage.
+        item: WorkItem,
+        n_k: u32,
+        kt: u32,
+        /// The next stage to hand out.
+        pending: Option<Stage>,
+    }
+
+    /// One stage: the item's output tile and batch, the K offset inside the current block, the
+    /// block and its K-block index.
+    #[derive(Clone, Copy)]
+    pub struct Stage {
+        n_tile: u32,
+        batch: u32,
+        kin: u32,
+        blk: u32,
+        kblk: u32,
+    }
+
+    impl SpmmStages {
+        /// The position after the last one handed out, with its index loads issued.
+        #[inline(always)]
+        unsafe fn fetch(&mut self, p: &SpmmParams) -> Option<Stage> {
+            while self.kt >= self.n_k {
+                self.item = unsafe { self.items.next() }?;
+                self.n_k = <Spmm as HopperOp>::k_stages(p, &self.item);
+                self.kt = 0;
+            }
+            let kb_log2 = kb_log2(p);
+            let k = self.kt * WG_K;
+            self.kt += 1;
+            let q = self.item.blk_begin + (k >> kb_log2);
+            let kblk = unsafe { ld_global_nc_u32((p.kidx as *const u32).wrapping_add(q as usize)) };
+            let blk = if p.flags & flags::A_PERMUTED != 0 { unsafe { ld_global_nc_u32((p.perm as *const u32).wrapping_add(q as usize)) } } else { q };
+            Some(Stage { n_tile: self.item.n_tile, batch: self.item.batch, kin: k & ((1 << kb_log2) - 1), blk, kblk })
+        }
+    }
+
+    impl StageStream for SpmmStages {
+        type Params = SpmmParams;
+        type Stage = Stage;
+
+        #[inline(always)]
+        unsafe fn new(p: &SpmmParams, items: ItemCursor) -> Self {
+            let mut s = SpmmStages { items, item: WorkItem::default(), n_k: 0, kt: 0, pending: None };
+            s.pending = unsafe { s.fetch(p) };
+            s
+        }
+
+        #[inline(always)]
+        unsafe fn next(&mut self, p: &SpmmParams) -> Option<Stage> {
+            let current = self.pending.take()?;
+            self.pending = unsafe { self.fetch(p) };
+            Some(current)
+        }
+
+        #[inline(always)]
+        unsafe fn issue(&self, p: &SpmmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
+            let a_mn = p.flags & flags::A_MN_MAJOR != 0;
+            let b_k = p.flags & flags::B_K_MAJOR != 0;
+            // The A map is the values as a (nnzb · bm, bk) matrix: a K-major box starts at
+            // column kin of the block's first row; MN-major boxes at row kin of the block.
+            let blk_row = s.blk << p.bm_log2;
+            let (k, m) = if a_mn { (blk_row + s.kin, 0) } else { (s.kin, blk_row) };
+            let b_row = (s.kblk << kb_log2(p)) + s.kin;
+            let n0 = s.n_tile * t.tn();
+            unsafe {
+                load_a(maps, t, a_mn, slot, k, m, s.batch, full);
+                let mut j = 0;
+                while j < t.tn() / BOX {
+                    load_b_box(maps, b_k, slot, j, n0 + j * BOX, b_row, s.batch, full);
+                    j += 1;
+                }
+            }
+        }
+    }
+
+    impl HopperOp for Spmm {
+        type Params = SpmmParams;
+        type Stream = SpmmStages;
+
+        #[inline(always)]
+        fn work(p: &SpmmParams) -> &WorkParams {
+            &p.work
+        }
+
+        #[inline(always)]
+        fn flags(p: &SpmmParams) -> u32 {
+            p.flags
+        }
+
+        #[inline(always)]
+        fn k_stages(p: &SpmmParams, item: &WorkItem) -> u32 {
+            ((item.blk_end - item.blk_begin) << kb_log2(p)) / WG_K
+        }
+
+        #[inline(always)]
+        unsafe fn store<O: Output>(p: &SpmmParams, item: &WorkItem, acc: &[f32; 128], c: &Consumer) {
+            let t = c.t;
+            let (w, l) = (c.lt / 32, c.lt % 32);
+            let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
+            let (row0, col0) = (item.tile_row * t.tm + c.wm * WG_M, item.n_tile * t.tn() + c.wn * WG_N);
+            if item.partial_slot == NO_SLOT {
+                let d = DenseDest::tile::<O>(&p.out, item.batch, row0, col0);
+                if t.c_buffers > 0 && p.out.col_major == 0 {
+                    unsafe { c.stage.store::<O, _, 128>(&d, acc, col0, row0, item.batch, c.lt) };
+                } else {
+                    unsafe { store_strip::<O, _, 32>(&d, 16 * w, 0, l, frag) };
+                }
+            } else {
+                let tile = (p.work.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.tm * t.tn()) as usize);
+                unsafe { store_partial_strip::<32>(tile, t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One device session: the steps given as arguments. Runs the prebuilt binaries (the GPU machine
+# has no Rust toolchain): XTASK=target/release/xtask [BASE=older/xtask] tools/device-run.sh STEP...
+# Logs and JSON go to a scratch folder that is archived into $OUT/logs.tgz after every step
+# (the device tool returns at most 8 files, and a run cut short still returns what it had).
+# Steps:
+#   validate     cargo xtask validate on the Hopper module and on the portable one (FILTER)
+#   memcheck     compute-sanitizer memcheck over a subset of validate (MEMCHECK_FILTER)
+#   ab           plain SpMM bench, the older binary ($BASE) and this one, interleaved twice
+#   ops          bench of every op and layout, and the batched cases
+#   peers        bench with PyTorch's kernels, default and tuned (PEERS_TUNE_BUDGET_S each)
+set -uo pipefail
+OUT="${OUT:-device-out}"
+LOGS="${LOGS:-/tmp/devlogs}"
+mkdir -p "$OUT" "$LOGS"
+XTASK="${XTASK:-target/release/xtask}"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+# One JIT of the large modules per machine, shared by every process of the session.
+export CUDA_CACHE_MAXSIZE=4294967296
+step() { # name, command...
+    local name="$1"; shift
+    local t0=$SECONDS
+    "$@" > "$LOGS/$name.log" 2>&1
+    local rc=$?
+    printf '%-18s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E 'passed|json:|ERROR SUMMARY' "$LOGS/$name.log" | tail -n 1)" | tee -a "$LOGS/summary.txt"
+    (cd "$LOGS" && tar czf "$OUT/logs.tgz" .)
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$LOGS/gpu.txt" 2>&1
+for s in "$@"; do
+    case "$s" in
+        validate)
+            step validate_hopper "$XTASK" validate ${FILTER:+--filter "$FILTER"}
+            step validate_portable "$XTASK" validate --path portable ${FILTER:+--filter "$FILTER"} ;;
+        memcheck)
+            step memcheck compute-sanitizer --tool memcheck --print-limit 20 "$XTASK" validate --no-examples --filter "${MEMCHECK_FILTER:-batch}" ;;
+        ab)
+            for round in 1 2; do
+                [[ -n "${BASE:-}" ]] && step "ab_base_$round" "$BASE" bench --dtypes f16 --blocks 32,64,128 --json "$LOGS/ab_base_$round.json"
+                step "ab_new_$round" "$XTASK" bench --dtypes f16 --blocks 32,64,128 --json "$LOGS/ab_new_$round.json"
+            done ;;
+        ops)
+            step ops "$XTASK" bench --no-plain --ops --batched --blocks 32,64,128 --json "$LOGS/ops.json" ;;
+        peers)
+            step peers "$XTASK" bench --ops --batched --blocks 32,64,128 --peers --tune --peer-cache "$LOGS/torch_tuned.json" --json "$LOGS/peers.json" ;;
+        *) echo "unknown step $s" >&2 ;;
+    esac
+done
+cp "$LOGS/summary.txt" "$OUT/summary.txt"
+cat "$LOGS/summary.txt"
