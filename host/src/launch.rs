@@ -1,6 +1,6 @@
 //! Launching: parameter blocks passed by value, the one launch helper, and TMA tensor maps.
 
-use blocksparse_abi::{FixupParams, HopperParams, SddmmParams, SpmmParams};
+use blocksparse_abi::{FixupParams, HopperParams};
 use cudarc::driver::sys::{self as cu, CUtensorMap};
 use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
@@ -8,17 +8,24 @@ use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::Kernel;
 
-/// A launch-parameter block passed by value (the device `Params` types live in
-/// `blocksparse-abi`; this wrapper lets cudarc push them).
+/// A kernel's parameter block: a `#[repr(C)]` plain-data struct from `blocksparse-abi`, whose
+/// layout the device crate shares. Each op implements it for its own parameters.
+///
+/// # Safety
+/// The type must be `#[repr(C)]`, `Copy`, hold no pointers to host memory, and be the type the
+/// kernels it is launched with take by value.
+pub(crate) unsafe trait Params: Copy {}
+
+// SAFETY: the shared abi types, as the device crate declares them.
+unsafe impl Params for FixupParams {}
+unsafe impl<P: Params> Params for HopperParams<P> {}
+
+/// A launch-parameter block passed by value (this wrapper lets cudarc push it).
 #[repr(transparent)]
 #[derive(Clone, Copy)]
 pub(crate) struct KernelParam<P>(P);
-// SAFETY: each P is a `#[repr(C)]` plain-data struct whose layout the device crate shares.
-unsafe impl DeviceRepr for KernelParam<SpmmParams> {}
-unsafe impl DeviceRepr for KernelParam<SddmmParams> {}
-unsafe impl DeviceRepr for KernelParam<FixupParams> {}
-unsafe impl DeviceRepr for KernelParam<HopperParams<SpmmParams>> {}
-unsafe impl DeviceRepr for KernelParam<HopperParams<SddmmParams>> {}
+// SAFETY: `P: Params` is a plain-data struct of the kernel's own parameter layout.
+unsafe impl<P: Params> DeviceRepr for KernelParam<P> {}
 
 /// Launches `kernel` on `stream` over `grid` thread blocks (its own block size and shared
 /// memory) with one parameter block passed by value.
@@ -27,10 +34,7 @@ unsafe impl DeviceRepr for KernelParam<HopperParams<SddmmParams>> {}
 /// `P` must be the kernel's parameter type, and every device pointer in it valid for the
 /// accesses the kernel makes with this grid; the guards of those pointers must be held until
 /// this returns.
-pub(crate) unsafe fn launch<P: Copy>(stream: &CudaStream, kernel: &Kernel, grid: u32, params: P) -> Result<()>
-where
-    KernelParam<P>: DeviceRepr,
-{
+pub(crate) unsafe fn launch<P: Params>(stream: &CudaStream, kernel: &Kernel, grid: u32, params: P) -> Result<()> {
     unsafe { launch_func(stream, &kernel.func, (grid, kernel.threads, kernel.smem), params) }
 }
 
@@ -38,10 +42,7 @@ where
 ///
 /// # Safety
 /// As [`launch`].
-pub(crate) unsafe fn launch_func<P: Copy>(stream: &CudaStream, func: &CudaFunction, (grid, threads, smem): (u32, u32, u32), params: P) -> Result<()>
-where
-    KernelParam<P>: DeviceRepr,
-{
+pub(crate) unsafe fn launch_func<P: Params>(stream: &CudaStream, func: &CudaFunction, (grid, threads, smem): (u32, u32, u32), params: P) -> Result<()> {
     if grid == 0 {
         return Ok(());
     }

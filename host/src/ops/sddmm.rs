@@ -20,9 +20,14 @@ use crate::device_bsr::{DeviceBsr, Pattern};
 use crate::element::{Element, InputElement};
 use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
-use crate::launch::launch;
+use crate::launch::{Params, launch};
 use crate::matrix::{Layout, MatRef};
 use crate::plan::{DeviceWork, WorkList, plan_blocks, schedule_persistent};
+
+
+// SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
+// kernels.
+unsafe impl Params for SddmmParams {}
 
 /// A plan for SDDMM at one pattern, batch size and K: which thread block computes which run of
 /// C's blocks. Every product with that pattern, batch and K can reuse it.

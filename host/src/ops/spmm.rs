@@ -27,9 +27,14 @@ use crate::device_bsr::{DeviceBsr, Pattern};
 use crate::element::{Element, InputElement};
 use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
-use crate::launch::{launch, tensor_map};
+use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::plan::{DeviceWork, RowsSpec, WorkList, plan_rows, row_item_cost, schedule_persistent};
+
+
+// SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
+// kernels.
+unsafe impl Params for SpmmParams {}
 
 /// Which side of the dense operand the sparse matrix is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
