@@ -269,10 +269,8 @@ pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 
 /// The Hopper tiles, indexed like [`WGMMA_TILE_ROWS`].
 /// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
-pub const WGMMA_TILES: [WgmmaTile; 2] = [
-    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0 },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1 },
-];
+pub const WGMMA_TILES: [WgmmaTile; 2] =
+    [WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0 }, WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1 }];
 
 /// One C staging chunk: `(WG_M, 128 bytes)`, i.e. 64 columns of a 16-bit C or 32 of f32, in
 /// the 128-byte swizzle that the C tensor map's TMA stores read.

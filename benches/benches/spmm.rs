@@ -23,13 +23,13 @@ use std::time::Duration;
 
 use blocksparse::plan::{RowsSpec, plan_rows};
 use blocksparse::{BlockShape, Transpose};
+use blocksparse_benches::{
+    DenseCase, EventTimer, Operands, PLAN_RESIDENT, SpmmCase, bench_mode, count, dense_flops, open_gpu, random_bsr, rng, row_ptr_from_mask,
+    spmm_flops,
+};
 use blocksparse_testkit::dense::DenseGemm;
 use blocksparse_testkit::reference::{HostMat, spmm_reference};
 use blocksparse_testkit::testgen::{random_mask, random_values};
-use blocksparse_benches::{
-    DenseCase, EventTimer, Operands, SpmmCase, bench_mode, count, dense_flops, open_gpu, random_bsr, rng,
-    row_ptr_from_mask, spmm_flops, PLAN_RESIDENT,
-};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use half::f16;
 
@@ -53,7 +53,15 @@ fn bench_plan(c: &mut Criterion) {
     for n in [8192usize, 64] {
         g.bench_with_input(BenchmarkId::new(format!("{dim}x{dim}_b{bs}_d{density}"), format!("N={n}")), &n, |b, &n| {
             // The portable 64-row tile: 256 columns, stages of 32.
-            let spec = RowsSpec { row_ptr: &row_ptr, n_tiles: n.div_ceil(256) as u32, batch: 1, kb: bs as u32, ks: 32, resident: PLAN_RESIDENT, tile_group: 2 };
+            let spec = RowsSpec {
+                row_ptr: &row_ptr,
+                n_tiles: n.div_ceil(256) as u32,
+                batch: 1,
+                kb: bs as u32,
+                ks: 32,
+                resident: PLAN_RESIDENT,
+                tile_group: 2,
+            };
             b.iter(|| plan_rows(black_box(spec)).expect("plan"))
         });
     }
@@ -100,9 +108,7 @@ fn bench_gpu(c: &mut Criterion) {
     let operands: RefCell<Option<Operands>> = RefCell::new(None);
     let with_operands = |f: &mut dyn FnMut(&mut Operands)| {
         let mut slot = operands.borrow_mut();
-        let ops = slot.get_or_insert_with(|| {
-            Operands::new(&ctx, m, k, n, &mut rng(streams::GPU_OPERANDS)).expect("uploading B and C")
-        });
+        let ops = slot.get_or_insert_with(|| Operands::new(&ctx, m, k, n, &mut rng(streams::GPU_OPERANDS)).expect("uploading B and C"));
         f(ops)
     };
 
@@ -116,12 +122,9 @@ fn bench_gpu(c: &mut Criterion) {
         let mut case: Option<SpmmCase> = None;
         g.bench_function(BenchmarkId::new(format!("bsr_{dim}_d{density}"), format!("b{bs}")), |b| {
             let case = case.get_or_insert_with(|| {
-                SpmmCase::new(&ctx, m, k, n, bs, &pattern, &mut rng(streams::GPU_VALUES + bs as u64))
-                    .expect("BSR setup")
+                SpmmCase::new(&ctx, m, k, n, bs, &pattern, &mut rng(streams::GPU_VALUES + bs as u64)).expect("BSR setup")
             });
-            with_operands(&mut |ops| {
-                b.iter_custom(|iters| timer.time(&ctx, iters, |i| case.launch(&ctx, ops, i)).expect("BSR launch"))
-            });
+            with_operands(&mut |ops| b.iter_custom(|iters| timer.time(&ctx, iters, |i| case.launch(&ctx, ops, i)).expect("BSR launch")));
         });
     }
 

@@ -85,7 +85,12 @@ impl EventTimer {
 
     /// Device time of `iters` calls of `launch(i)` (i = 0, 1, ...), queued back to back between
     /// a start and a stop event on the context's stream.
-    pub fn time(&self, ctx: &Context, iters: u64, mut launch: impl FnMut(u64) -> std::result::Result<(), String>) -> std::result::Result<Duration, String> {
+    pub fn time(
+        &self,
+        ctx: &Context,
+        iters: u64,
+        mut launch: impl FnMut(u64) -> std::result::Result<(), String>,
+    ) -> std::result::Result<Duration, String> {
         let e = |e: blocksparse::cudarc::driver::DriverError| e.to_string();
         self.start.record(ctx.stream()).map_err(e)?;
         for i in 0..iters {

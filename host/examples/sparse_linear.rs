@@ -75,13 +75,17 @@ fn run() -> Res<bool> {
     let ctx = Context::new(0).map_err(err)?;
     let gemm = DenseGemm::new(&ctx)?;
     let mut rng = seeded_rng(0x5EED_11AE);
-    println!("sparse_linear on {}: x ({batch} x {features}), W ({features} x {features}) in {bs}x{bs} blocks, {density} dense", ctx.device_name());
+    println!(
+        "sparse_linear on {}: x ({batch} x {features}), W ({features} x {features}) in {bs}x{bs} blocks, {density} dense",
+        ctx.device_name()
+    );
 
     // W: a random block mask and values; its dense (masked) form for the cuBLAS checks.
     let blocks = features / bs;
     let mask = exact_mask(blocks, blocks, density, &mut rng);
     let nnzb = mask.iter().filter(|&&m| m).count();
-    let w = Bsr::from_block_mask(features, features, BlockShape::square(bs), &mask, random_values::<f16>(nnzb * bs * bs, &mut rng)).map_err(err)?;
+    let w = Bsr::from_block_mask(features, features, BlockShape::square(bs), &mask, random_values::<f16>(nnzb * bs * bs, &mut rng))
+        .map_err(err)?;
     let w_dense = w.try_to_dense().map_err(err)?;
     let w_dev = ctx.upload_bsr(&w).map_err(err)?;
 
@@ -134,9 +138,16 @@ fn run() -> Res<bool> {
     let tf = |flops: f64, ms: f64| flops / (ms * 1e-3) / 1e12;
     let sparse_flops = 2.0 * (nnzb * bs * bs) as f64 * batch as f64;
     let dense_flops = 2.0 * (features * features) as f64 * batch as f64;
-    println!("{:<28} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}", "product", "ours ms", "dense ms", "ours TF/s", "dense TF/s", "speedup", "rel. err");
+    println!(
+        "{:<28} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}",
+        "product", "ours ms", "dense ms", "ours TF/s", "dense TF/s", "speedup", "rel. err"
+    );
     let mut ok = true;
-    for (name, t, d, e) in [("forward  y = x.W^T", t_fwd, d_fwd, e_fwd), ("input grad  dx = dy.W", t_bwd, d_bwd, e_bwd), ("weight grad  dW = dy^T.x", t_wgrad, d_wgrad, e_wgrad)] {
+    for (name, t, d, e) in [
+        ("forward  y = x.W^T", t_fwd, d_fwd, e_fwd),
+        ("input grad  dx = dy.W", t_bwd, d_bwd, e_bwd),
+        ("weight grad  dW = dy^T.x", t_wgrad, d_wgrad, e_wgrad),
+    ] {
         println!("{name:<28} {t:>9.3} {d:>9.3} {:>10.1} {:>10.1} {:>8.2}x {e:>10.2e}", tf(sparse_flops, t), tf(dense_flops, d), d / t);
         ok &= e < 1e-2;
     }

@@ -130,14 +130,7 @@ impl<T: Element> Bsr<T> {
     /// shape, non-zero dimensions, dimensions that are block multiples, the 32-bit limits,
     /// `row_ptr`'s length, start, monotonicity and end, each block row's column indices
     /// (in range, strictly increasing), and the length of `values`.
-    pub fn from_parts(
-        nrows: usize,
-        ncols: usize,
-        block: BlockShape,
-        row_ptr: Vec<u32>,
-        col_idx: Vec<u32>,
-        values: Vec<T>,
-    ) -> Result<Self> {
+    pub fn from_parts(nrows: usize, ncols: usize, block: BlockShape, row_ptr: Vec<u32>, col_idx: Vec<u32>, values: Vec<T>) -> Result<Self> {
         let (block_rows, block_cols) = check_shape(nrows, ncols, block)?;
         let nnzb = col_idx.len();
         if nnzb > u32::MAX as usize {
@@ -154,11 +147,7 @@ impl<T: Element> Bsr<T> {
         }
         for (row, w) in row_ptr.windows(2).enumerate() {
             if w[0] > w[1] {
-                return Err(Error::RowPtrNotMonotone {
-                    row,
-                    start: w[0] as usize,
-                    end: w[1] as usize,
-                });
+                return Err(Error::RowPtrNotMonotone { row, start: w[0] as usize, end: w[1] as usize });
             }
         }
         let last = row_ptr.last().copied().unwrap_or(0) as usize;
@@ -202,9 +191,7 @@ impl<T: Element> Bsr<T> {
     /// at least one non-zero element (NaN counts as non-zero; `-0.0` as zero).
     pub fn from_dense(dense: &[T], nrows: usize, ncols: usize, block: BlockShape) -> Result<Self> {
         let (block_rows, block_cols) = check_shape(nrows, ncols, block)?;
-        let expected = nrows
-            .checked_mul(ncols)
-            .ok_or(Error::TooLarge { what: "dense elements", value: nrows })?;
+        let expected = nrows.checked_mul(ncols).ok_or(Error::TooLarge { what: "dense elements", value: nrows })?;
         if dense.len() != expected {
             return Err(Error::ShapeMismatch { what: "dense length", expected, got: dense.len() });
         }
@@ -216,9 +203,7 @@ impl<T: Element> Bsr<T> {
                 let mut cols = Vec::new();
                 let mut vals = Vec::new();
                 for bc in 0..block_cols {
-                    let nonzero = strip
-                        .chunks(ncols)
-                        .any(|row| row[bc * bk..(bc + 1) * bk].iter().any(|x| x.to_f64() != 0.0));
+                    let nonzero = strip.chunks(ncols).any(|row| row[bc * bk..(bc + 1) * bk].iter().any(|x| x.to_f64() != 0.0));
                     if nonzero {
                         cols.push(bc as u32);
                         for row in strip.chunks(ncols) {
@@ -235,13 +220,7 @@ impl<T: Element> Bsr<T> {
 
     /// Builds a matrix from a row-major `(nrows / bm) x (ncols / bk)` block mask. `values` holds
     /// the blocks of the `true` entries, in row-major mask order, each `bm * bk` row-major.
-    pub fn from_block_mask(
-        nrows: usize,
-        ncols: usize,
-        block: BlockShape,
-        mask: &[bool],
-        values: Vec<T>,
-    ) -> Result<Self> {
+    pub fn from_block_mask(nrows: usize, ncols: usize, block: BlockShape, mask: &[bool], values: Vec<T>) -> Result<Self> {
         let (block_rows, block_cols) = check_shape(nrows, ncols, block)?;
         // Cannot overflow: both are at most i32::MAX / 16.
         let expected = block_rows * block_cols;
@@ -256,21 +235,14 @@ impl<T: Element> Bsr<T> {
         let mut col_idx = Vec::with_capacity(nnzb);
         row_ptr.push(0u32);
         for mask_row in mask.chunks(block_cols) {
-            col_idx.extend(
-                mask_row.iter().enumerate().filter(|(_, m)| **m).map(|(c, _)| c as u32),
-            );
+            col_idx.extend(mask_row.iter().enumerate().filter(|(_, m)| **m).map(|(c, _)| c as u32));
             row_ptr.push(col_idx.len() as u32);
         }
         Self::from_parts(nrows, ncols, block, row_ptr, col_idx, values)
     }
 
     /// Concatenates per-block-row `(cols, values)` into a validated matrix.
-    fn assemble(
-        nrows: usize,
-        ncols: usize,
-        block: BlockShape,
-        rows: Vec<(Vec<u32>, Vec<T>)>,
-    ) -> Result<Self> {
+    fn assemble(nrows: usize, ncols: usize, block: BlockShape, rows: Vec<(Vec<u32>, Vec<T>)>) -> Result<Self> {
         let nnzb: usize = rows.iter().map(|(c, _)| c.len()).sum();
         if nnzb > u32::MAX as usize {
             return Err(Error::TooLarge { what: "blocks", value: nnzb });
@@ -397,10 +369,7 @@ impl<T: Element> Bsr<T> {
         let too_large = Error::TooLarge { what: "dense elements", value: self.nrows };
         let len = self.nrows.checked_mul(self.ncols).ok_or(too_large)?;
         let mut dense: Vec<T> = Vec::new();
-        dense.try_reserve_exact(len).map_err(|_| Error::TooLarge {
-            what: "dense elements",
-            value: len,
-        })?;
+        dense.try_reserve_exact(len).map_err(|_| Error::TooLarge { what: "dense elements", value: len })?;
         dense.resize(len, T::zero());
         let BlockShape { bm, bk } = self.block;
         let ncols = self.ncols;
@@ -498,8 +467,7 @@ mod tests {
         // Rows: [0, 2], [], [1].
         let block = BlockShape::new(16, 32);
         let values: Vec<f32> = (0..3 * 16 * 32).map(|i| i as f32 + 1.0).collect();
-        let a = Bsr::from_parts(48, 96, block, vec![0, 2, 2, 3], vec![0, 2, 1], values.clone())
-            .unwrap();
+        let a = Bsr::from_parts(48, 96, block, vec![0, 2, 2, 3], vec![0, 2, 1], values.clone()).unwrap();
         assert_eq!(a.block_rows(), 3);
         assert_eq!(a.block_cols(), 3);
         assert_eq!(a.row_lengths().collect::<Vec<_>>(), vec![2, 0, 1]);
@@ -527,40 +495,18 @@ mod tests {
 
         let parts = a.into_parts();
         assert_eq!((parts.nrows, parts.ncols, parts.block), (48, 96, block));
-        let again = Bsr::from_parts(
-            parts.nrows,
-            parts.ncols,
-            parts.block,
-            parts.row_ptr,
-            parts.col_idx,
-            parts.values,
-        )
-        .unwrap();
+        let again = Bsr::from_parts(parts.nrows, parts.ncols, parts.block, parts.row_ptr, parts.col_idx, parts.values).unwrap();
         assert_eq!(again.to_dense(), d);
     }
 
     #[test]
     fn too_large_dimensions() {
         let big = (i32::MAX as usize / 128 + 1) * 128; // > i32::MAX, multiple of 128
-        assert!(matches!(
-            Bsr::<f16>::empty(big, 128, BlockShape::square(128)),
-            Err(Error::TooLarge { what: "rows", .. })
-        ));
-        assert!(matches!(
-            Bsr::<f16>::empty(128, big, BlockShape::square(128)),
-            Err(Error::TooLarge { what: "cols", .. })
-        ));
+        assert!(matches!(Bsr::<f16>::empty(big, 128, BlockShape::square(128)), Err(Error::TooLarge { what: "rows", .. })));
+        assert!(matches!(Bsr::<f16>::empty(128, big, BlockShape::square(128)), Err(Error::TooLarge { what: "cols", .. })));
         // The largest legal dimensions are accepted without allocating anything dense.
         let max = i32::MAX as usize / 128 * 128;
-        let a = Bsr::<f16>::from_parts(
-            128,
-            max,
-            BlockShape::square(128),
-            vec![0, 0],
-            vec![],
-            vec![],
-        )
-        .unwrap();
+        let a = Bsr::<f16>::from_parts(128, max, BlockShape::square(128), vec![0, 0], vec![], vec![]).unwrap();
         assert_eq!(a.block_cols(), max / 128);
         // A mask for huge dimensions is checked for length before anything else is allocated.
         assert!(matches!(

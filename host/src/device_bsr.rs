@@ -107,7 +107,12 @@ impl Context {
             return Err(Error::ZeroDimension { what: "batch" });
         };
         for (i, m) in mats.iter().enumerate().skip(1) {
-            if m.nrows() != first.nrows() || m.ncols() != first.ncols() || m.block() != first.block() || m.row_ptr() != first.row_ptr() || m.col_idx() != first.col_idx() {
+            if m.nrows() != first.nrows()
+                || m.ncols() != first.ncols()
+                || m.block() != first.block()
+                || m.row_ptr() != first.row_ptr()
+                || m.col_idx() != first.col_idx()
+            {
                 return Err(Error::PlanMismatch(format!("matrix {i} of the batch has another sparsity pattern than matrix 0")));
             }
         }

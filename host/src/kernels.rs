@@ -72,7 +72,13 @@ pub fn entries() -> Vec<KernelEntry> {
         ($name:ident, $op:ident, $family:ident, $input:ident, $tile:literal, $output:ident) => {
             v.push(KernelEntry {
                 name: stringify!($name),
-                key: KernelKey { op: OpKind::$op, family: KernelFamily::$family, input: DType::$input, tile: $tile, output: DType::$output },
+                key: KernelKey {
+                    op: OpKind::$op,
+                    family: KernelFamily::$family,
+                    input: DType::$input,
+                    tile: $tile,
+                    output: DType::$output,
+                },
             });
         };
     }
@@ -123,7 +129,8 @@ impl Kernels {
         for e in entries().into_iter().filter(|e| arch.has(e.key.family)) {
             let (threads, smem) = launch_shape(&e.key);
             if smem > max_smem_optin {
-                skipped.push((e.key, format!("{} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}", e.name)));
+                skipped
+                    .push((e.key, format!("{} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}", e.name)));
                 continue;
             }
             let func = module.load_function(e.name)?;

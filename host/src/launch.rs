@@ -42,7 +42,12 @@ pub(crate) unsafe fn launch<P: Params>(stream: &CudaStream, kernel: &Kernel, gri
 ///
 /// # Safety
 /// As [`launch`].
-pub(crate) unsafe fn launch_func<P: Params>(stream: &CudaStream, func: &CudaFunction, (grid, threads, smem): (u32, u32, u32), params: P) -> Result<()> {
+pub(crate) unsafe fn launch_func<P: Params>(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    (grid, threads, smem): (u32, u32, u32),
+    params: P,
+) -> Result<()> {
     if grid == 0 {
         return Ok(());
     }

@@ -75,13 +75,19 @@ impl MatShape {
     /// Elements one matrix spans: `(outer - 1) · ld + inner`.
     pub fn matrix_extent(&self) -> Result<usize> {
         let (inner, outer) = self.inner_outer();
-        (outer - 1).checked_mul(self.ld).and_then(|x| x.checked_add(inner)).ok_or(Error::TooLarge { what: "matrix extent", value: usize::MAX })
+        (outer - 1)
+            .checked_mul(self.ld)
+            .and_then(|x| x.checked_add(inner))
+            .ok_or(Error::TooLarge { what: "matrix extent", value: usize::MAX })
     }
 
     /// Elements the whole batch spans.
     pub fn extent(&self) -> Result<usize> {
         let one = self.matrix_extent()?;
-        (self.batch - 1).checked_mul(self.batch_stride).and_then(|x| x.checked_add(one)).ok_or(Error::TooLarge { what: "batch extent", value: usize::MAX })
+        (self.batch - 1)
+            .checked_mul(self.batch_stride)
+            .and_then(|x| x.checked_add(one))
+            .ok_or(Error::TooLarge { what: "batch extent", value: usize::MAX })
     }
 
     /// Checks the shape against a buffer of `len` elements: non-zero dimensions, a leading

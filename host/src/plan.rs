@@ -217,7 +217,8 @@ impl DeviceWork {
     /// main launch is a persistent grid of `schedule.len() - 1` blocks; otherwise one block per
     /// item.
     pub fn upload(stream: &std::sync::Arc<CudaStream>, work: &WorkList, tile_elems: usize) -> Result<Self> {
-        let flat_items: Vec<u32> = work.items.iter().flat_map(|i| [i.tile_row, i.n_tile, i.blk_begin, i.blk_end, i.partial_slot, i.batch]).collect();
+        let flat_items: Vec<u32> =
+            work.items.iter().flat_map(|i| [i.tile_row, i.n_tile, i.blk_begin, i.blk_end, i.partial_slot, i.batch]).collect();
         let items = stream.clone_htod(if flat_items.is_empty() { &[0u32; 6][..] } else { &flat_items })?;
         let schedule = if work.schedule.is_empty() { None } else { Some(stream.clone_htod(&work.schedule)?) };
         let groups = if work.groups.is_empty() {
@@ -229,7 +230,8 @@ impl DeviceWork {
         let partials = if work.n_slots == 0 {
             None
         } else {
-            let elems = (work.n_slots as usize).checked_mul(tile_elems).ok_or(Error::TooLarge { what: "split-K workspace", value: usize::MAX })?;
+            let elems =
+                (work.n_slots as usize).checked_mul(tile_elems).ok_or(Error::TooLarge { what: "split-K workspace", value: usize::MAX })?;
             Some(stream.alloc_zeros::<f32>(elems)?)
         };
         let grid = if work.schedule.is_empty() { work.items.len() } else { work.schedule.len() - 1 };
@@ -263,7 +265,8 @@ impl DeviceWork {
 
     /// Bytes of device memory the work list and workspace take.
     pub fn bytes(&self) -> usize {
-        4 * (self.items.len() + self.schedule.as_ref().map_or(0, |s| s.len()) + self.groups.as_ref().map_or(0, |s| s.len())) + 4 * self.partials.as_ref().map_or(0, |s| s.len())
+        4 * (self.items.len() + self.schedule.as_ref().map_or(0, |s| s.len()) + self.groups.as_ref().map_or(0, |s| s.len()))
+            + 4 * self.partials.as_ref().map_or(0, |s| s.len())
     }
 }
 
@@ -384,7 +387,8 @@ mod tests {
                 b.sort_by_key(key);
                 assert_eq!(a, b, "same items, only reordered");
                 // List-scheduling bound: max load <= mean load + longest item.
-                let loads: Vec<u64> = w.schedule.windows(2).map(|r| w.items[r[0] as usize..r[1] as usize].iter().map(row_item_cost).sum()).collect();
+                let loads: Vec<u64> =
+                    w.schedule.windows(2).map(|r| w.items[r[0] as usize..r[1] as usize].iter().map(row_item_cost).sum()).collect();
                 let total: u64 = loads.iter().sum();
                 let longest = w.items.iter().map(row_item_cost).max().unwrap();
                 let max = *loads.iter().max().unwrap();

@@ -13,13 +13,7 @@ const SIZES: [usize; 4] = [16, 32, 64, 128];
 
 /// The dense matrix a mask and its block values describe, built element by element without
 /// any of the library's code.
-fn expected_dense<T: Element>(
-    m: usize,
-    k: usize,
-    block: BlockShape,
-    mask: &[bool],
-    values: &[T],
-) -> Vec<T> {
+fn expected_dense<T: Element>(m: usize, k: usize, block: BlockShape, mask: &[bool], values: &[T]) -> Vec<T> {
     let bc = k / block.bk;
     // Position of each present block in `values`.
     let mut slot = vec![usize::MAX; mask.len()];
@@ -52,12 +46,7 @@ fn same<T: Element>(a: &[T], b: &[T]) -> bool {
     bytemuck::cast_slice::<T, u8>(a) == bytemuck::cast_slice::<T, u8>(b)
 }
 
-fn round_trip_case<T: Element>(
-    seed: u64,
-    rng: &mut TestRng,
-    block: BlockShape,
-    density: f64,
-) {
+fn round_trip_case<T: Element>(seed: u64, rng: &mut TestRng, block: BlockShape, density: f64) {
     // Up to 512 in one dimension, 256 x 512 elements in all (debug builds are slow).
     let (mmax, kmax) = if rng.random_bool(0.5) { (512, 256) } else { (256, 512) };
     let br = rng.random_range(1..=mmax / block.bm);
@@ -93,8 +82,7 @@ fn round_trip_case<T: Element>(
 
     // from_parts accepts what from_dense produced, unchanged.
     let p = b.clone().into_parts();
-    let c = Bsr::from_parts(p.nrows, p.ncols, p.block, p.row_ptr, p.col_idx, p.values)
-        .expect(&ctx);
+    let c = Bsr::from_parts(p.nrows, p.ncols, p.block, p.row_ptr, p.col_idx, p.values).expect(&ctx);
     assert_eq!(c, a, "{ctx}");
 
     // New values on the same pattern.
@@ -152,10 +140,7 @@ fn from_dense_keeps_blocks_with_any_nonzero() {
         assert_eq!(a.block_mask(), mask, "seed {seed} {block} {m}x{k}");
         let back = a.to_dense();
         for (x, y) in back.iter().zip(&dense) {
-            assert!(
-                x.to_bits() == y.to_bits() || (*y == f16::NEG_ZERO && *x == f16::ZERO),
-                "seed {seed}: {x} vs {y}"
-            );
+            assert!(x.to_bits() == y.to_bits() || (*y == f16::NEG_ZERO && *x == f16::ZERO), "seed {seed}: {x} vs {y}");
         }
     }
 }
@@ -178,23 +163,11 @@ fn from_parts_rejects_each_bad_input() {
         ));
     }
     // The block size is checked first, before the zero dimension.
-    assert!(matches!(
-        build(0, 64, BlockShape::new(8, 16), vec![0], vec![], vec![]),
-        Err(Error::UnsupportedBlockSize { bm: 8, bk: 16 })
-    ));
-    assert!(matches!(
-        build(0, 64, b16, vec![0], vec![], vec![]),
-        Err(Error::ZeroDimension { what: "rows" })
-    ));
-    assert!(matches!(
-        build(48, 0, b16, vec![0, 0, 0, 0], vec![], vec![]),
-        Err(Error::ZeroDimension { what: "cols" })
-    ));
+    assert!(matches!(build(0, 64, BlockShape::new(8, 16), vec![0], vec![], vec![]), Err(Error::UnsupportedBlockSize { bm: 8, bk: 16 })));
+    assert!(matches!(build(0, 64, b16, vec![0], vec![], vec![]), Err(Error::ZeroDimension { what: "rows" })));
+    assert!(matches!(build(48, 0, b16, vec![0, 0, 0, 0], vec![], vec![]), Err(Error::ZeroDimension { what: "cols" })));
     let (rp, ci, vals) = ok();
-    assert!(matches!(
-        build(40, 64, b16, rp, ci, vals),
-        Err(Error::NotBlockMultiple { what: "rows", size: 40, block: 16 })
-    ));
+    assert!(matches!(build(40, 64, b16, rp, ci, vals), Err(Error::NotBlockMultiple { what: "rows", size: 40, block: 16 })));
     let (rp, ci, vals) = ok();
     assert!(matches!(
         build(48, 72, BlockShape::new(16, 32), rp, ci, vals),
@@ -217,45 +190,24 @@ fn from_parts_rejects_each_bad_input() {
         ));
     }
     let (_, ci, vals) = ok();
-    assert!(matches!(
-        build(48, 64, b16, vec![1, 2, 2, 3], ci, vals),
-        Err(Error::RowPtrStart { got: 1 })
-    ));
+    assert!(matches!(build(48, 64, b16, vec![1, 2, 2, 3], ci, vals), Err(Error::RowPtrStart { got: 1 })));
     let (_, ci, vals) = ok();
-    assert!(matches!(
-        build(48, 64, b16, vec![0, 2, 1, 3], ci, vals),
-        Err(Error::RowPtrNotMonotone { row: 1, start: 2, end: 1 })
-    ));
+    assert!(matches!(build(48, 64, b16, vec![0, 2, 1, 3], ci, vals), Err(Error::RowPtrNotMonotone { row: 1, start: 2, end: 1 })));
     let (_, ci, vals) = ok();
-    assert!(matches!(
-        build(48, 64, b16, vec![0, 2, 2, 2], ci, vals),
-        Err(Error::RowPtrEnd { expected: 3, got: 2 })
-    ));
+    assert!(matches!(build(48, 64, b16, vec![0, 2, 2, 2], ci, vals), Err(Error::RowPtrEnd { expected: 3, got: 2 })));
     let (_, ci, vals) = ok();
-    assert!(matches!(
-        build(48, 64, b16, vec![0, 2, 2, 4], ci, vals),
-        Err(Error::RowPtrEnd { expected: 3, got: 4 })
-    ));
+    assert!(matches!(build(48, 64, b16, vec![0, 2, 2, 4], ci, vals), Err(Error::RowPtrEnd { expected: 3, got: 4 })));
     let (rp, _, vals) = ok();
-    assert!(matches!(
-        build(48, 64, b16, rp, vec![0, 3, 4], vals),
-        Err(Error::ColumnOutOfRange { row: 2, col: 4, block_cols: 4 })
-    ));
+    assert!(matches!(build(48, 64, b16, rp, vec![0, 3, 4], vals), Err(Error::ColumnOutOfRange { row: 2, col: 4, block_cols: 4 })));
     let (rp, _, vals) = ok();
     assert!(matches!(
         build(48, 64, b16, rp, vec![0, u32::MAX, 1], vals),
         Err(Error::ColumnOutOfRange { row: 0, col, block_cols: 4 }) if col == u32::MAX as usize
     ));
     let (rp, _, vals) = ok();
-    assert!(matches!(
-        build(48, 64, b16, rp, vec![3, 0, 1], vals),
-        Err(Error::ColumnsUnsorted { row: 0, prev: 3, col: 0 })
-    ));
+    assert!(matches!(build(48, 64, b16, rp, vec![3, 0, 1], vals), Err(Error::ColumnsUnsorted { row: 0, prev: 3, col: 0 })));
     let (rp, _, vals) = ok();
-    assert!(matches!(
-        build(48, 64, b16, rp, vec![2, 2, 1], vals),
-        Err(Error::DuplicateColumn { row: 0, col: 2 })
-    ));
+    assert!(matches!(build(48, 64, b16, rp, vec![2, 2, 1], vals), Err(Error::DuplicateColumn { row: 0, col: 2 })));
     // Sortedness is per row: a smaller column in the next row is fine.
     let (rp, _, vals) = ok();
     assert!(build(48, 64, b16, rp, vec![2, 3, 0], vals).is_ok());
@@ -279,18 +231,9 @@ fn from_dense_and_from_block_mask_reject_bad_input() {
         Bsr::from_dense(&dense[1..], 64, 96, b32),
         Err(Error::ShapeMismatch { what: "dense length", expected: 6144, got: 6143 })
     ));
-    assert!(matches!(
-        Bsr::from_dense(&dense, 96, 64, BlockShape::new(48, 32)),
-        Err(Error::UnsupportedBlockSize { bm: 48, bk: 32 })
-    ));
-    assert!(matches!(
-        Bsr::from_dense(&dense, 64, 0, b32),
-        Err(Error::ZeroDimension { what: "cols" })
-    ));
-    assert!(matches!(
-        Bsr::from_dense(&dense, 48, 128, b32),
-        Err(Error::NotBlockMultiple { what: "rows", size: 48, block: 32 })
-    ));
+    assert!(matches!(Bsr::from_dense(&dense, 96, 64, BlockShape::new(48, 32)), Err(Error::UnsupportedBlockSize { bm: 48, bk: 32 })));
+    assert!(matches!(Bsr::from_dense(&dense, 64, 0, b32), Err(Error::ZeroDimension { what: "cols" })));
+    assert!(matches!(Bsr::from_dense(&dense, 48, 128, b32), Err(Error::NotBlockMultiple { what: "rows", size: 48, block: 32 })));
 
     let mask = [true, false, true, false, false, true]; // 2 x 3 blocks
     let vals = vec![f16::ONE; 3 * 32 * 32];
@@ -299,31 +242,19 @@ fn from_dense_and_from_block_mask_reject_bad_input() {
         Bsr::from_block_mask(64, 96, b32, &mask[..5], vals.clone()),
         Err(Error::ShapeMismatch { what: "mask length", expected: 6, got: 5 })
     ));
-    assert!(matches!(
-        Bsr::from_block_mask(64, 96, b32, &mask, vals[1..].to_vec()),
-        Err(Error::ValuesLength { expected: 3072, got: 3071 })
-    ));
+    assert!(matches!(Bsr::from_block_mask(64, 96, b32, &mask, vals[1..].to_vec()), Err(Error::ValuesLength { expected: 3072, got: 3071 })));
     assert!(matches!(
         Bsr::from_block_mask(64, 96, BlockShape::new(32, 8), &mask, vals.clone()),
         Err(Error::UnsupportedBlockSize { bm: 32, bk: 8 })
     ));
-    assert!(matches!(
-        Bsr::<f16>::from_block_mask(0, 96, b32, &[], vec![]),
-        Err(Error::ZeroDimension { what: "rows" })
-    ));
+    assert!(matches!(Bsr::<f16>::from_block_mask(0, 96, b32, &[], vec![]), Err(Error::ZeroDimension { what: "rows" })));
     assert!(matches!(
         Bsr::from_block_mask(64, 100, b32, &mask, vals.clone()),
         Err(Error::NotBlockMultiple { what: "cols", size: 100, block: 32 })
     ));
-    assert!(matches!(
-        Bsr::<f32>::empty(64, 100, b32),
-        Err(Error::NotBlockMultiple { what: "cols", .. })
-    ));
+    assert!(matches!(Bsr::<f32>::empty(64, 100, b32), Err(Error::NotBlockMultiple { what: "cols", .. })));
     let a = Bsr::from_block_mask(64, 96, b32, &mask, vals).unwrap();
-    assert!(matches!(
-        a.with_values(vec![f16::ONE; 10]),
-        Err(Error::ValuesLength { expected: 3072, got: 10 })
-    ));
+    assert!(matches!(a.with_values(vec![f16::ONE; 10]), Err(Error::ValuesLength { expected: 3072, got: 10 })));
 }
 
 /// How the block pattern of a test case is made.
@@ -368,8 +299,7 @@ fn spmm_case<T: Element, O: Element>(seed: u64, rng: &mut TestRng, case: Case) {
         Pattern::Skewed(d, heavy, share) => skewed_mask(br, bc, d, heavy, share, rng),
     };
     let nnzb = count(&mask);
-    let a = Bsr::from_block_mask(m, k, block, &mask, random_values::<T>(nnzb * block.elems(), rng))
-        .expect(&ctx);
+    let a = Bsr::from_block_mask(m, k, block, &mask, random_values::<T>(nnzb * block.elems(), rng)).expect(&ctx);
 
     // op(A) as the reference streams it, and its dense form.
     let op_a = if rng.random_bool(0.5) { Transpose::Yes } else { Transpose::No };

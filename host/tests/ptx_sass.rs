@@ -36,10 +36,8 @@ impl Tools {
     /// The tools inside `root`, laid out as `pip install --target root` leaves them.
     fn find_in(root: &Path) -> Option<Tools> {
         let ptxas = root.join("nvidia/cuda_nvcc/bin/ptxas");
-        let cuobjdump = ["nvidia/cu13/bin/cuobjdump", "nvidia/cuda_cuobjdump/bin/cuobjdump"]
-            .iter()
-            .map(|p| root.join(p))
-            .find(|p| p.is_file())?;
+        let cuobjdump =
+            ["nvidia/cu13/bin/cuobjdump", "nvidia/cuda_cuobjdump/bin/cuobjdump"].iter().map(|p| root.join(p)).find(|p| p.is_file())?;
         ptxas.is_file().then_some(Tools { ptxas, cuobjdump })
     }
 
@@ -114,10 +112,7 @@ struct TempFile(PathBuf);
 impl TempFile {
     fn new(stem: &str, ext: &str) -> TempFile {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = format!("blocksparse-{stem}-{}-{nanos}-{n}.{ext}", std::process::id());
         TempFile(std::env::temp_dir().join(name))
@@ -153,11 +148,7 @@ fn assemble(tools: &Tools, arch: &str, ptx: &str) -> Assembled {
     let log = run(cmd, &format!("ptxas -arch={arch} -v"));
     let problems: Vec<&str> = log
         .lines()
-        .filter(|l| {
-            l.contains("Unresolved extern function")
-                || l.contains("error   :")
-                || l.starts_with("ptxas fatal")
-        })
+        .filter(|l| l.contains("Unresolved extern function") || l.contains("error   :") || l.starts_with("ptxas fatal"))
         .collect();
     assert!(problems.is_empty(), "ptxas -arch={arch} reported:\n{}", problems.join("\n"));
     for warning in log.lines().filter(|l| l.contains("warning")) {
@@ -276,46 +267,31 @@ fn hot_entries(arch: &str) -> Vec<&'static str> {
 
 fn check_module(test: &str, arch: &'static str, ptx: &str) {
     let Some(tools) = tools(test) else { return };
-    assert!(
-        ptx.lines().any(|l| l.trim() == format!(".target {arch}")),
-        "the embedded module for {arch} does not say `.target {arch}`"
-    );
+    assert!(ptx.lines().any(|l| l.trim() == format!(".target {arch}")), "the embedded module for {arch} does not say `.target {arch}`");
     let asm = assembled(tools, arch);
     let report = parse_ptxas(&asm.log);
 
     let hot = hot_entries(arch);
     let fixup = fixup_entries();
     assert!(!hot.is_empty() && !fixup.is_empty(), "the kernel lists in blocksparse_abi are empty");
-    let missing: Vec<&str> =
-        hot.iter().chain(&fixup).copied().filter(|n| !report.entries.contains(*n)).collect();
-    assert!(
-        missing.is_empty(),
-        "{arch}: entry points missing from the ptxas output: {missing:?}\nfound: {:?}",
-        report.entries
-    );
+    let missing: Vec<&str> = hot.iter().chain(&fixup).copied().filter(|n| !report.entries.contains(*n)).collect();
+    assert!(missing.is_empty(), "{arch}: entry points missing from the ptxas output: {missing:?}\nfound: {:?}", report.entries);
 
     let mut problems = Vec::new();
     let mut table = Vec::new();
     for name in hot.iter().copied() {
         let r = &report.functions[name];
-        let (Some(stack), Some(stores), Some(loads)) = (r.stack_frame, r.spill_stores, r.spill_loads)
-        else {
+        let (Some(stack), Some(stores), Some(loads)) = (r.stack_frame, r.spill_stores, r.spill_loads) else {
             problems.push(format!("{name}: no stack/spill line in the ptxas output ({r:?})"));
             continue;
         };
         if stack != 0 || stores != 0 || loads != 0 {
-            problems.push(format!(
-                "{name}: {stack} bytes stack frame, {stores} bytes spill stores, {loads} bytes spill loads"
-            ));
+            problems.push(format!("{name}: {stack} bytes stack frame, {stores} bytes spill stores, {loads} bytes spill loads"));
         }
         table.push(format!("  {name:28} {:>4} registers", r.registers.map_or("?".into(), |n| n.to_string())));
     }
     println!("ptxas -arch={arch}:\n{}", table.join("\n"));
-    assert!(
-        problems.is_empty(),
-        "{arch}: main kernels must not spill or use a stack frame:\n{}",
-        problems.join("\n")
-    );
+    assert!(problems.is_empty(), "{arch}: main kernels must not spill or use a stack frame:\n{}", problems.join("\n"));
 }
 
 #[test]
@@ -351,10 +327,7 @@ fn sass_opcodes(listing: &str) -> BTreeMap<String, Vec<String>> {
             continue;
         }
         let Some((_, rest)) = trimmed.split_once("*/") else { continue };
-        let opcode = rest
-            .split_whitespace()
-            .find(|t| !t.starts_with('@') && *t != "{" && *t != "}")
-            .filter(|t| !t.starts_with("/*"));
+        let opcode = rest.split_whitespace().find(|t| !t.starts_with('@') && *t != "{" && *t != "}").filter(|t| !t.starts_with("/*"));
         if let Some(op) = opcode {
             ops.push(op.split('.').next().unwrap_or(op).trim_end_matches(';').to_string());
         }
@@ -398,22 +371,12 @@ fn check_sass(test: &str, arch: &'static str, entries: &[&str], required: &[&str
 
 #[test]
 fn sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory() {
-    check_sass(
-        "sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory",
-        "sm_80",
-        &mma_entries(),
-        &["HMMA", "LDSM", "LDGSTS"],
-    );
+    check_sass("sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory", "sm_80", &mma_entries(), &["HMMA", "LDSM", "LDGSTS"]);
 }
 
 #[test]
 fn sass_sm90a_hopper_kernels_use_wgmma_and_tma() {
-    check_sass(
-        "sass_sm90a_hopper_kernels_use_wgmma_and_tma",
-        "sm_90a",
-        &wgmma_entries(),
-        &["HGMMA", "UTMALDG", "SYNCS"],
-    );
+    check_sass("sass_sm90a_hopper_kernels_use_wgmma_and_tma", "sm_90a", &wgmma_entries(), &["HGMMA", "UTMALDG", "SYNCS"]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 //! points are the only places with `unsafe`; everything above works on plain values and
 //! 32-bit shared-memory addresses.
 
-use core::arch::{asm, global_asm};
 use core::arch::nvptx;
+use core::arch::{asm, global_asm};
 
 // Dynamic shared memory: its size is the launch's `shared_mem_bytes`.
 global_asm!(".extern .shared .align 1024 .b8 dyn_smem[];");

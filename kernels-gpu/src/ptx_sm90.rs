@@ -20,9 +20,7 @@ pub fn fence_mbar_init() {
 /// Producer: one arrival that also announces `bytes` of TMA data for this phase.
 #[inline(always)]
 pub unsafe fn mbar_arrive_expect_tx(bar: u32, bytes: u32) {
-    unsafe {
-        asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{0}], {1};", in(reg32) bar, in(reg32) bytes, options(nostack))
-    };
+    unsafe { asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{0}], {1};", in(reg32) bar, in(reg32) bytes, options(nostack)) };
 }
 
 /// One plain arrival.

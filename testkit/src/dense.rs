@@ -1,9 +1,7 @@
 //! The dense baseline: cuBLAS `GemmEx` (f32 accumulation) on the same device and stream, used by
 //! the benchmarks to report ratios measured in the same run.
 
-use cudarc::cublas::sys::{
-    self, cublasComputeType_t, cublasGemmAlgo_t, cublasHandle_t, cublasOperation_t, cublasStatus_t, cudaDataType,
-};
+use cudarc::cublas::sys::{self, cublasComputeType_t, cublasGemmAlgo_t, cublasHandle_t, cublasOperation_t, cublasStatus_t, cudaDataType};
 
 use blocksparse::{Context, DType, DeviceMatrix, Element, InputElement, Layout};
 
@@ -36,7 +34,9 @@ fn data_type(d: DType) -> cudaDataType {
 impl DenseGemm {
     pub fn new(ctx: &Context) -> Result<Self> {
         if !cublas_present() {
-            return Err("libcublas could not be loaded (add the CUDA library folder, e.g. /usr/local/cuda/lib64, to LD_LIBRARY_PATH)".into());
+            return Err(
+                "libcublas could not be loaded (add the CUDA library folder, e.g. /usr/local/cuda/lib64, to LD_LIBRARY_PATH)".into()
+            );
         }
         ctx.cuda().bind_to_thread().map_err(|e| e.to_string())?;
         let mut handle: cublasHandle_t = std::ptr::null_mut();

@@ -54,7 +54,14 @@ fn scale(alpha: f64, acc: f64, beta: f64, c: f64) -> f64 {
 /// old C, `(M', N)`) is read only when `beta != 0`. Returns C logical row-major.
 ///
 /// Panics on inconsistent shapes (a test bug, not a library error).
-pub fn spmm_reference<T: Element, O: Element>(alpha: f64, a: &Bsr<T>, op_a: Transpose, b: HostMat<'_, T>, beta: f64, c0: HostMat<'_, O>) -> Vec<f64> {
+pub fn spmm_reference<T: Element, O: Element>(
+    alpha: f64,
+    a: &Bsr<T>,
+    op_a: Transpose,
+    b: HostMat<'_, T>,
+    beta: f64,
+    c0: HostMat<'_, O>,
+) -> Vec<f64> {
     let BlockShape { bm, bk } = a.block();
     let (m, k) = match op_a {
         Transpose::No => (a.nrows(), a.ncols()),
@@ -108,7 +115,14 @@ pub fn spmm_reference<T: Element, O: Element>(alpha: f64, a: &Bsr<T>, op_a: Tran
 
 /// `C = alpha · X · op(A) + beta · C0` (dense × sparse), X = op(X) already applied. Returns C
 /// logical row-major.
-pub fn dense_sparse_reference<T: Element, O: Element>(alpha: f64, x: HostMat<'_, T>, a: &Bsr<T>, op_a: Transpose, beta: f64, c0: HostMat<'_, O>) -> Vec<f64> {
+pub fn dense_sparse_reference<T: Element, O: Element>(
+    alpha: f64,
+    x: HostMat<'_, T>,
+    a: &Bsr<T>,
+    op_a: Transpose,
+    beta: f64,
+    c0: HostMat<'_, O>,
+) -> Vec<f64> {
     // Cᵀ = op(A)ᵀ · Xᵀ, then transposed back.
     let ct = spmm_reference(alpha, a, op_a.flip(), x.t(), beta, c0.t());
     let (m, n) = (c0.rows, c0.cols);
@@ -125,7 +139,14 @@ pub fn dense_sparse_reference<T: Element, O: Element>(alpha: f64, x: HostMat<'_,
 /// Σ_k X(r·bm + i, k) · Y(k, c·bn + j) + beta · c0[p][i][j]`, X = op(X) and Y = op(Y) already
 /// applied; `c0` (the old values, storage order) is read only when `beta != 0`. Returns the new
 /// values in storage order.
-pub fn sddmm_reference<T: Element, U: Element, O: Element>(alpha: f64, x: HostMat<'_, T>, y: HostMat<'_, T>, pattern: &Bsr<U>, beta: f64, c0: &[O]) -> Vec<f64> {
+pub fn sddmm_reference<T: Element, U: Element, O: Element>(
+    alpha: f64,
+    x: HostMat<'_, T>,
+    y: HostMat<'_, T>,
+    pattern: &Bsr<U>,
+    beta: f64,
+    c0: &[O],
+) -> Vec<f64> {
     let BlockShape { bm, bk: bn } = pattern.block();
     let k = x.cols;
     assert_eq!(y.rows, k, "rows of op(Y)");

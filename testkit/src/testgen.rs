@@ -14,12 +14,7 @@ fn clamp01(p: f64) -> f64 {
 
 /// A row-major `block_rows x block_cols` block mask where each block is present independently
 /// with probability `density` (0 gives all `false`, 1 all `true`).
-pub fn random_mask(
-    block_rows: usize,
-    block_cols: usize,
-    density: f64,
-    rng: &mut impl Rng,
-) -> Vec<bool> {
+pub fn random_mask(block_rows: usize, block_cols: usize, density: f64, rng: &mut impl Rng) -> Vec<bool> {
     let density = clamp01(density);
     let len = block_rows.saturating_mul(block_cols);
     // random::<f64>() is in [0, 1): `< 0` is never true, `< 1` always.
@@ -77,16 +72,12 @@ pub fn skewed_mask(
 
     let heavy_cap = heavy_rows * block_cols;
     let light_cap = total - heavy_cap;
-    let mut heavy_n =
-        ((clamp01(heavy_share) * target as f64).round() as usize).min(heavy_cap).min(target);
+    let mut heavy_n = ((clamp01(heavy_share) * target as f64).round() as usize).min(heavy_cap).min(target);
     let light_n = (target - heavy_n).min(light_cap);
     heavy_n = (target - light_n).min(heavy_cap);
 
     let cells_of = |heavy: bool| -> Vec<usize> {
-        (0..block_rows)
-            .filter(|&r| is_heavy[r] == heavy)
-            .flat_map(|r| r * block_cols..(r + 1) * block_cols)
-            .collect()
+        (0..block_rows).filter(|&r| is_heavy[r] == heavy).flat_map(|r| r * block_cols..(r + 1) * block_cols).collect()
     };
     set_random_subset(&mut mask, cells_of(true), heavy_n, rng);
     set_random_subset(&mut mask, cells_of(false), light_n, rng);
@@ -153,10 +144,8 @@ pub fn random_values<T: Element>(len: usize, rng: &mut impl Rng) -> Vec<T> {
 /// a failure), otherwise a fresh random one. The seed is printed to stderr, which the test
 /// harness shows when the test fails.
 pub fn test_seed(name: &str) -> u64 {
-    let seed = std::env::var("BLOCKSPARSE_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| rand::rng().random::<u64>());
+    let seed =
+        std::env::var("BLOCKSPARSE_SEED").ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or_else(|| rand::rng().random::<u64>());
     eprintln!("{name}: seed {seed} (rerun with BLOCKSPARSE_SEED={seed})");
     seed
 }
@@ -223,7 +212,10 @@ mod tests {
         // 128x128 at 1/8: 8 groups of 16 rows, each on its own 16 columns.
         let diag = block_diagonal_mask(128, 128, 0.125);
         for row in 0..128 {
-            assert_eq!((0..128).filter(|&j| diag[row * 128 + j]).collect::<Vec<_>>(), ((row / 16) * 16..(row / 16) * 16 + 16).collect::<Vec<_>>());
+            assert_eq!(
+                (0..128).filter(|&j| diag[row * 128 + j]).collect::<Vec<_>>(),
+                ((row / 16) * 16..(row / 16) * 16 + 16).collect::<Vec<_>>()
+            );
         }
     }
 
@@ -231,17 +223,14 @@ mod tests {
     fn skewed_mask_concentrates_blocks() {
         let seed = test_seed("skewed_mask_concentrates_blocks");
         let (br, bc) = (64, 32);
-        for &(density, heavy, share) in
-            &[(0.1, 4, 0.5), (0.05, 1, 0.9), (0.5, 8, 0.3), (1.0, 4, 0.9), (0.0, 4, 0.5)]
-        {
+        for &(density, heavy, share) in &[(0.1, 4, 0.5), (0.05, 1, 0.9), (0.5, 8, 0.3), (1.0, 4, 0.9), (0.0, 4, 0.5)] {
             let mut rng = seeded_rng(seed);
             let m = skewed_mask(br, bc, density, heavy, share, &mut rng);
             assert_eq!(m, skewed_mask(br, bc, density, heavy, share, &mut seeded_rng(seed)));
             let total = m.iter().filter(|&&x| x).count();
             let target = (density * (br * bc) as f64).round() as usize;
             assert_eq!(total, target, "seed {seed} density {density}");
-            let mut per_row: Vec<usize> =
-                m.chunks(bc).map(|r| r.iter().filter(|&&x| x).count()).collect();
+            let mut per_row: Vec<usize> = m.chunks(bc).map(|r| r.iter().filter(|&&x| x).count()).collect();
             per_row.sort_unstable_by(|a, b| b.cmp(a));
             let top: usize = per_row[..heavy].iter().sum();
             let want = ((share * target as f64).round() as usize).min(heavy * bc);
@@ -259,9 +248,7 @@ mod tests {
         let h: Vec<f16> = random_values(5000, &mut rng);
         let b: Vec<bf16> = random_values(5000, &mut rng);
         let f: Vec<f32> = random_values(5000, &mut rng);
-        for x in h.iter().map(|v| v.to_f64()).chain(b.iter().map(|v| v.to_f64())).chain(
-            f.iter().map(|&v| v as f64),
-        ) {
+        for x in h.iter().map(|v| v.to_f64()).chain(b.iter().map(|v| v.to_f64())).chain(f.iter().map(|&v| v as f64)) {
             assert!(x != 0.0 && (-1.0..=1.0).contains(&x), "seed {seed}: {x}");
         }
         // Both signs and a spread of magnitudes.

@@ -16,7 +16,9 @@
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use blocksparse::{BlockShape, Bsr, Context, DType, DeviceBsr, DeviceMatrix, InputElement, KernelPath, Layout, MatMut, MatRef, PlanOptions, Transpose};
+use blocksparse::{
+    BlockShape, Bsr, Context, DType, DeviceBsr, DeviceMatrix, InputElement, KernelPath, Layout, MatMut, MatRef, PlanOptions, Transpose,
+};
 use blocksparse_testkit::dense::DenseGemm;
 use blocksparse_testkit::testgen::{TestRng, banded_mask, block_diagonal_mask, exact_mask, random_values, seeded_rng, skewed_mask};
 use half::{bf16, f16};
@@ -225,7 +227,16 @@ impl<'a, T: InputElement> Bench<'a, T> {
 
     /// SpMM `C = op(A) · op(B)` timed. Returns (ms, kernel).
     #[allow(clippy::too_many_arguments)]
-    fn spmm(&mut self, a: &DeviceBsr<T>, op_a: Transpose, b_layout: Layout, c_layout: Layout, n: usize, opts: &PlanOptions, rotate: bool) -> Res<(f64, String)> {
+    fn spmm(
+        &mut self,
+        a: &DeviceBsr<T>,
+        op_a: Transpose,
+        b_layout: Layout,
+        c_layout: Layout,
+        n: usize,
+        opts: &PlanOptions,
+        rotate: bool,
+    ) -> Res<(f64, String)> {
         let (ctx, reps) = (self.ctx, self.args.reps);
         let plan = ctx.plan_spmm_with(a, op_a, n, opts).map_err(err)?;
         let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
@@ -312,7 +323,19 @@ fn t(o: Transpose) -> &'static str {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn row(op: String, dtype: DType, (batch, m, n, k): (usize, usize, usize, usize), bs: usize, pattern: &str, density: f64, nnzb: usize, kernel: String, ms: f64, flops: f64, dense_ms: f64) -> Row {
+fn row(
+    op: String,
+    dtype: DType,
+    (batch, m, n, k): (usize, usize, usize, usize),
+    bs: usize,
+    pattern: &str,
+    density: f64,
+    nnzb: usize,
+    kernel: String,
+    ms: f64,
+    flops: f64,
+    dense_ms: f64,
+) -> Row {
     let dense_tflops = tflops(2.0 * (batch * m * n * k) as f64, dense_ms);
     let ours = tflops(flops, ms);
     Row {
@@ -343,12 +366,18 @@ fn row(op: String, dtype: DType, (batch, m, n, k): (usize, usize, usize, usize),
 
 fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, bar: &ProgressBar) -> Res<()> {
     let gemm = DenseGemm::new(ctx)?;
-    let mut b = Bench::<T> { ctx, args, gemm, pool: Pool { mats: HashMap::new() }, outs: HashMap::new(), dense_ms: HashMap::new(), rng: seeded_rng(rand::rng().random()) };
+    let mut b = Bench::<T> {
+        ctx,
+        args,
+        gemm,
+        pool: Pool { mats: HashMap::new() },
+        outs: HashMap::new(),
+        dense_ms: HashMap::new(),
+        rng: seeded_rng(rand::rng().random()),
+    };
     let (m, n, k) = (args.m, args.n, args.k);
     let dt = T::DTYPE;
-    let peer = |op: &str, bs: usize, density: f64, batch: usize, (mm, nn, kk): (usize, usize, usize), ta: bool, tb: bool, tune: bool| {
-        serde_json::json!({"op": op, "m": mm, "n": nn, "k": kk, "block": bs, "density": density, "dtype": dt.to_string(), "batch": batch, "trans_a": ta, "trans_b": tb, "tune": tune})
-    };
+    let peer = |op: &str, bs: usize, density: f64, batch: usize, (mm, nn, kk): (usize, usize, usize), ta: bool, tb: bool, tune: bool| serde_json::json!({"op": op, "m": mm, "n": nn, "k": kk, "block": bs, "density": density, "dtype": dt.to_string(), "batch": batch, "trans_a": ta, "trans_b": tb, "tune": tune});
     if !args.no_plain {
         let dense_ms = b.dense(1, m, n, k)?;
         for &bs in &args.blocks {
@@ -364,7 +393,8 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
                         let (ms, kernel) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
                         let mut r = row(label.clone(), dt, (1, m, n, k), bs, &pattern, density, nnzb, kernel, ms, flops, dense_ms);
                         if pattern == "uniform" && label == "spmm" {
-                            r.peer_case = Some(peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune && density == args.densities[0]));
+                            r.peer_case =
+                                Some(peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune && density == args.densities[0]));
                         }
                         rows.push(r);
                     }
@@ -387,11 +417,24 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
                     for cl in [Layout::RowMajor, Layout::ColMajor] {
                         bar.set_message(format!("{dt} spmm A{} B{} C{} b{bs}", t(op_a), short(bl), short(cl)));
                         let (ms, kernel) = b.spmm(&a, op_a, bl, cl, n, &PlanOptions::default(), false)?;
-                        let mut r = row(format!("spmm A{} B{} C{}", t(op_a), short(bl), short(cl)), dt, (1, m, n, k), bs, "uniform", density, nnzb, kernel, ms, flops, dense_ms);
+                        let mut r = row(
+                            format!("spmm A{} B{} C{}", t(op_a), short(bl), short(cl)),
+                            dt,
+                            (1, m, n, k),
+                            bs,
+                            "uniform",
+                            density,
+                            nnzb,
+                            kernel,
+                            ms,
+                            flops,
+                            dense_ms,
+                        );
                         r.vs_plain = Some(ms / plain);
                         // PyTorch on the two single-transpose forms (its plain form is the main row).
                         if cl == Layout::RowMajor && (op_a == Transpose::Yes) != (bl == Layout::ColMajor) {
-                            r.peer_case = Some(peer("spmm", bs, density, 1, (m, n, k), op_a == Transpose::Yes, bl == Layout::ColMajor, false));
+                            r.peer_case =
+                                Some(peer("spmm", bs, density, 1, (m, n, k), op_a == Transpose::Yes, bl == Layout::ColMajor, false));
                         }
                         rows.push(r);
                     }
@@ -401,7 +444,19 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
                 for op_a in [Transpose::No, Transpose::Yes] {
                     bar.set_message(format!("{dt} dense x sparse X{} A{} b{bs}", short(xl), t(op_a)));
                     let (ms, kernel) = b.dense_sparse(&a, xl, op_a, m)?;
-                    let mut r = row(format!("dxs X{} A{} CR", short(xl), t(op_a)), dt, (1, m, n, k), bs, "uniform", density, nnzb, kernel, ms, flops, dense_ms);
+                    let mut r = row(
+                        format!("dxs X{} A{} CR", short(xl), t(op_a)),
+                        dt,
+                        (1, m, n, k),
+                        bs,
+                        "uniform",
+                        density,
+                        nnzb,
+                        kernel,
+                        ms,
+                        flops,
+                        dense_ms,
+                    );
                     r.vs_plain = Some(ms / plain);
                     rows.push(r);
                 }
@@ -413,7 +468,19 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
                 for yl in [Layout::RowMajor, Layout::ColMajor] {
                     bar.set_message(format!("{dt} sddmm X{} Y{} b{bs}", short(xl), short(yl)));
                     let (ms, kernel) = b.sddmm(&mut c, xl, yl, n)?;
-                    let mut r = row(format!("sddmm X{} Y{}", short(xl), short(yl)), dt, (1, m, k, n), bs, "uniform", density, nnzb, kernel, ms, sflops, dense_ms);
+                    let mut r = row(
+                        format!("sddmm X{} Y{}", short(xl), short(yl)),
+                        dt,
+                        (1, m, k, n),
+                        bs,
+                        "uniform",
+                        density,
+                        nnzb,
+                        kernel,
+                        ms,
+                        sflops,
+                        dense_ms,
+                    );
                     // PyTorch on the attention (Q·Kᵀ) and weight-gradient (dyᵀ·x) forms.
                     if xl != yl {
                         r.peer_case = Some(peer("sddmm", bs, density, 1, (m, k, n), xl == Layout::ColMajor, yl == Layout::ColMajor, false));
@@ -456,8 +523,11 @@ pub fn run(args: Args) -> Res<bool> {
             return Err(format!("M = {} and K = {} must be multiples of the block size {bs}", args.m, args.k));
         }
     }
-    let per_dtype = (if args.no_plain { 0 } else { args.blocks.len() * args.densities.len() * (1 + args.skewed as usize + 2 * args.structured as usize) })
-        + args.blocks.len() * (args.ops as usize + args.batched as usize);
+    let per_dtype = (if args.no_plain {
+        0
+    } else {
+        args.blocks.len() * args.densities.len() * (1 + args.skewed as usize + 2 * args.structured as usize)
+    }) + args.blocks.len() * (args.ops as usize + args.batched as usize);
     let bar = ProgressBar::new((per_dtype * args.dtypes.len()) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
     let mut rows = Vec::new();
@@ -485,12 +555,35 @@ pub fn run(args: Args) -> Res<bool> {
     }
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))?;
-    println!("bench: {} (cc {}.{}), module {:?}, median of {} runs, output in the input dtype", report.gpu, report.compute_capability.0, report.compute_capability.1, ctx.arch(), args.reps);
-    println!("ratio: effective TFLOP/s (nonzero blocks) / dense cuBLAS TFLOP/s on the same shapes, same run; vs plain: time / plain SpMM time on the same pattern");
+    println!(
+        "bench: {} (cc {}.{}), module {:?}, median of {} runs, output in the input dtype",
+        report.gpu,
+        report.compute_capability.0,
+        report.compute_capability.1,
+        ctx.arch(),
+        args.reps
+    );
+    println!(
+        "ratio: effective TFLOP/s (nonzero blocks) / dense cuBLAS TFLOP/s on the same shapes, same run; vs plain: time / plain SpMM time on the same pattern"
+    );
     println!("torch: PyTorch Triton BSR (GPU time), default params / tuned for this GPU; ours/tuned: our TF/s over tuned torch");
     println!(
         "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>9} {:>8}",
-        "op", "dtype", "batch x MxNxK", "block", "pattern", "density", "ms", "TF/s", "dense TF", "ratio", "vs pl", "speedup", "torch", "torch tun", "ours/tun"
+        "op",
+        "dtype",
+        "batch x MxNxK",
+        "block",
+        "pattern",
+        "density",
+        "ms",
+        "TF/s",
+        "dense TF",
+        "ratio",
+        "vs pl",
+        "speedup",
+        "torch",
+        "torch tun",
+        "ours/tun"
     );
     let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |t| format!("{t:.p$}"));
     for r in &rows {

@@ -39,7 +39,11 @@ pub fn run(rows: &mut [Row], cache: &str) {
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
         if v.get("ok").and_then(|x| x.as_bool()) != Some(true) {
-            eprintln!("peers: {}: {}", v.get("op").and_then(|e| e.as_str()).unwrap_or("?"), v.get("error").and_then(|e| e.as_str()).unwrap_or("failed"));
+            eprintln!(
+                "peers: {}: {}",
+                v.get("op").and_then(|e| e.as_str()).unwrap_or("?"),
+                v.get("error").and_then(|e| e.as_str()).unwrap_or("failed")
+            );
             continue;
         }
         // GPU time (CUDA graph) where the script could capture one, else its event timing.

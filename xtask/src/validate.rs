@@ -120,7 +120,16 @@ struct Cases(Vec<Case>);
 
 impl Cases {
     #[allow(clippy::too_many_arguments)]
-    fn push(&mut self, op: Op, (sm, sk, n): (usize, usize, usize), (bm, bk): (usize, usize), (input, output): (DType, DType), pattern: Pattern, (alpha, beta): (f32, f32), batch: usize) {
+    fn push(
+        &mut self,
+        op: Op,
+        (sm, sk, n): (usize, usize, usize),
+        (bm, bk): (usize, usize),
+        (input, output): (DType, DType),
+        pattern: Pattern,
+        (alpha, beta): (f32, f32),
+        batch: usize,
+    ) {
         let label = format!("{} {sm}x{sk} n{n} b{bm}x{bk} {input}->{output} {pattern:?} a={alpha} b={beta} batch{batch}", op_label(op));
         self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch });
     }
@@ -354,7 +363,8 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 Op::Sddmm { .. } => unreachable!(),
             }
             // The dense operand and C, as logical views.
-            let (d_rows, d_cols, c_rows, c_cols) = if spmm_side { (k_dense, n_out, m_dense, n_out) } else { (n_out, m_dense, n_out, k_dense) };
+            let (d_rows, d_cols, c_rows, c_cols) =
+                if spmm_side { (k_dense, n_out, m_dense, n_out) } else { (n_out, m_dense, n_out, k_dense) };
             let dense = Dense::<T>::random(ctx, c.batch, d_rows, d_cols, d_layout, rng)?;
             let c0 = old_output::<O>(c.batch * c_rows * c_cols, c.beta, rng);
             let c0_dense = Dense::<O>::new(ctx, c.batch, c_rows, c_cols, c_layout, c0.clone())?;
@@ -365,7 +375,8 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                     dense_sparse_reference(alpha, dense.host(b), &mats[b], op_a, beta, c0_dense.host(b))
                 });
             }
-            let plan = if spmm_side { ctx.plan_spmm(&a_dev, op_a, n_out) } else { ctx.plan_dense_sparse(&a_dev, op_a, n_out) }.map_err(e)?;
+            let plan =
+                if spmm_side { ctx.plan_spmm(&a_dev, op_a, n_out) } else { ctx.plan_dense_sparse(&a_dev, op_a, n_out) }.map_err(e)?;
             kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
             for _ in 0..2 {
                 let mut out = Dense::<O>::new(ctx, c.batch, c_rows, c_cols, c_layout, c0.clone())?;
@@ -411,11 +422,18 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
             }
         }
     }
-    let deterministic = results[0].len() == results[1].len() && results[0].iter().zip(&results[1]).all(|(x, y)| bytemuck::bytes_of(x) == bytemuck::bytes_of(y));
+    let deterministic = results[0].len() == results[1].len()
+        && results[0].iter().zip(&results[1]).all(|(x, y)| bytemuck::bytes_of(x) == bytemuck::bytes_of(y));
     let got = &results[0];
     let non_finite = got.iter().filter(|x| !x.to_f64().is_finite()).count();
     let rel_err = rel_error(got.iter().map(|x| x.to_f64()), &want);
-    let worst = got.iter().zip(&want).enumerate().map(|(i, (g, w))| (i, g.to_f64(), *w)).max_by(|a, b| (a.1 - a.2).abs().total_cmp(&(b.1 - b.2).abs())).unwrap_or((0, 0.0, 0.0));
+    let worst = got
+        .iter()
+        .zip(&want)
+        .enumerate()
+        .map(|(i, (g, w))| (i, g.to_f64(), *w))
+        .max_by(|a, b| (a.1 - a.2).abs().total_cmp(&(b.1 - b.2).abs()))
+        .unwrap_or((0, 0.0, 0.0));
     let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
     let bad = got.iter().zip(&want).filter(|(g, w)| (g.to_f64() - **w).abs() > 0.05 * scale).count();
     Ok(Outcome { kernel, rel_err, non_finite, deterministic, worst, bad })
@@ -470,18 +488,29 @@ pub fn run(args: Args) -> Result<bool, String> {
             }
             Err(err) => (false, format!("error: {err}")),
         };
-        if ok { passed += 1 } else { failed += 1 }
+        if ok {
+            passed += 1
+        } else {
+            failed += 1
+        }
         rows.push(format!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, c.label, detail));
         bar.inc(1);
     }
     bar.finish_and_clear();
-    println!("{:<4} {:<92} {}", "", "case (op layouts, sparse shape, dense dim, block, dtypes, pattern, alpha, beta, batch)", "kernel     rel. error");
+    println!(
+        "{:<4} {:<92} {}",
+        "", "case (op layouts, sparse shape, dense dim, block, dtypes, pattern, alpha, beta, batch)", "kernel     rel. error"
+    );
     for r in &rows {
         println!("{r}");
     }
     if !args.no_examples && args.filter.is_none() {
         for (name, ok, detail) in run_examples() {
-            if ok { passed += 1 } else { failed += 1 }
+            if ok {
+                passed += 1
+            } else {
+                failed += 1
+            }
             println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, format!("example {name}"), detail);
         }
     }

@@ -17,13 +17,12 @@ use super::spmm::dense_map;
 use super::{TileChoice, check_dim, check_scalars, expect, expect_batch, to_u32};
 use crate::context::Context;
 use crate::device_bsr::{DeviceBsr, Pattern};
-use crate::element::{Element, InputElement};
+use crate::element::{DType, Element, InputElement};
 use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch};
 use crate::matrix::{Layout, MatRef};
 use crate::plan::{DeviceWork, WorkList, plan_blocks, schedule_persistent};
-
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -69,10 +68,23 @@ impl Context {
         }
         let pat = &c.pattern;
         let (bm, bn) = (pat.block.bm, pat.block.bk);
-        let hopper = wgmma_tile_index(bm as u32).filter(|_| bn % WG_K as usize == 0 && self.kernels.arch.has(KernelFamily::Hopper));
+        // wgmma + TMA where the blocks are 64 or 128 on both sides and the module has the kernel.
+        let hopper = wgmma_tile_index(bm as u32).filter(|&tile| {
+            bn % WG_K as usize == 0
+                && self.kernels.has(KernelKey {
+                    op: OpKind::Sddmm,
+                    family: KernelFamily::Hopper,
+                    input: DType::F16,
+                    tile,
+                    output: DType::F16,
+                })
+        });
         let choice = match hopper {
             Some(tile) => TileChoice { family: KernelFamily::Hopper, tile },
-            None => TileChoice { family: KernelFamily::Portable, tile: mma_tile_index(bm as u32).ok_or(Error::UnsupportedBlockSize { bm, bk: bn })? },
+            None => TileChoice {
+                family: KernelFamily::Portable,
+                tile: mma_tile_index(bm as u32).ok_or(Error::UnsupportedBlockSize { bm, bk: bn })?,
+            },
         };
         let (_, tn) = choice.shape();
         let mut work = plan_blocks(&pat.row_ptr, tn / bn as u32, to_u32("batch", c.batch)?)?;
@@ -115,7 +127,13 @@ impl Context {
         }
         let stream = self.stream();
         let choice = plan.choice;
-        let kernel = self.kernels.get(KernelKey { op: OpKind::Sddmm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: O::DTYPE })?;
+        let kernel = self.kernels.get(KernelKey {
+            op: OpKind::Sddmm,
+            family: choice.family,
+            input: T::DTYPE,
+            tile: choice.tile,
+            output: O::DTYPE,
+        })?;
         let mut fl = 0;
         if xs.layout == Layout::ColMajor {
             fl |= flags::A_MN_MAJOR;

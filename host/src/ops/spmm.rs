@@ -18,7 +18,9 @@
 
 use std::sync::Arc;
 
-use blocksparse_abi::{DenseOut, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index};
+use blocksparse_abi::{
+    DenseOut, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+};
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::{PlanOptions, TileChoice, Transpose, check_dim, check_scalars, expect, expect_batch, to_u32};
@@ -30,7 +32,6 @@ use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::plan::{DeviceWork, RowsSpec, WorkList, plan_rows, row_item_cost, schedule_persistent};
-
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -139,12 +140,26 @@ impl Context {
     }
 
     /// As [`Context::plan_dense_sparse`], with tuning options.
-    pub fn plan_dense_sparse_with<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, m: usize, opts: &PlanOptions) -> Result<SpmmPlan> {
+    pub fn plan_dense_sparse_with<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        op_a: Transpose,
+        m: usize,
+        opts: &PlanOptions,
+    ) -> Result<SpmmPlan> {
         // Cᵀ = op(A)ᵀ · op(X)ᵀ: the kernel streams the other op of A.
         self.plan_sparse::<T>(a, op_a, Side::Right, op_a.flip(), m, opts)
     }
 
-    fn plan_sparse<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, side: Side, kernel_op: Transpose, n: usize, opts: &PlanOptions) -> Result<SpmmPlan> {
+    fn plan_sparse<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        op_a: Transpose,
+        side: Side,
+        kernel_op: Transpose,
+        n: usize,
+        opts: &PlanOptions,
+    ) -> Result<SpmmPlan> {
         check_dim("dense dimension of the product", n)?;
         let pat = &a.pattern;
         let block = pat.block;
@@ -155,7 +170,13 @@ impl Context {
         };
         let choice = self.spmm_tile::<T>(pat, tm, kb)?;
         let (tm32, tn) = choice.shape();
-        let kernel = self.kernels.get(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE })?;
+        let kernel = self.kernels.get(KernelKey {
+            op: OpKind::Spmm,
+            family: choice.family,
+            input: T::DTYPE,
+            tile: choice.tile,
+            output: T::DTYPE,
+        })?;
         let resident = self.resident_blocks(choice, kernel)?;
         let tile_group = opts.n_tile_group.unwrap_or_else(|| {
             // As many K × tn strips of B as fit in a sixth of L2: a third of one of the two L2
@@ -195,7 +216,7 @@ impl Context {
     /// mma.sync otherwise.
     fn spmm_tile<T: InputElement>(&self, pat: &Pattern, tm: usize, kb: usize) -> Result<TileChoice> {
         let tma_fits = pat.nnzb().checked_mul(pat.block.bm).is_some_and(|r| r < i32::MAX as usize);
-        let hopper = (tm as u32).try_into().ok().and_then(wgmma_tile_index).filter(|_| kb % WG_K as usize == 0 && pat.nnzb() > 0 && tma_fits);
+        let hopper = wgmma_tile_index(tm as u32).filter(|_| kb % WG_K as usize == 0 && pat.nnzb() > 0 && tma_fits);
         if let Some(tile) = hopper {
             let choice = TileChoice { family: KernelFamily::Hopper, tile };
             if self.kernels.has(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile, output: T::DTYPE }) {
@@ -243,7 +264,15 @@ impl Context {
     }
 
     /// The kernel's product `C = alpha · op(A) · B + beta · C` (op(A) = `plan.kernel_op`).
-    fn run_spmm<T: InputElement, O: Element>(&self, plan: &SpmmPlan, alpha: f32, a: &DeviceBsr<T>, b: MatRef<'_, T>, beta: f32, mut c: MatMut<'_, O>) -> Result<()> {
+    fn run_spmm<T: InputElement, O: Element>(
+        &self,
+        plan: &SpmmPlan,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: MatRef<'_, T>,
+        beta: f32,
+        mut c: MatMut<'_, O>,
+    ) -> Result<()> {
         check_scalars(alpha, beta)?;
         if !Arc::ptr_eq(&plan.pattern, &a.pattern) {
             return Err(Error::PlanMismatch("the plan was made for another sparsity pattern".into()));
@@ -257,9 +286,19 @@ impl Context {
         let sparse_left = plan.side == Side::Left;
         // Names in the user's terms: for dense × sparse, the kernel's B is op(X)ᵀ and C is Cᵀ.
         let (what_bk, what_bn, what_cm, what_cn) = if sparse_left {
-            ("rows of op(B) (= columns of op(A))", "columns of op(B) (= N of the plan)", "rows of C (= rows of op(A))", "columns of C (= N of the plan)")
+            (
+                "rows of op(B) (= columns of op(A))",
+                "columns of op(B) (= N of the plan)",
+                "rows of C (= rows of op(A))",
+                "columns of C (= N of the plan)",
+            )
         } else {
-            ("columns of op(X) (= rows of op(A))", "rows of op(X) (= M of the plan)", "columns of C (= columns of op(A))", "rows of C (= M of the plan)")
+            (
+                "columns of op(X) (= rows of op(A))",
+                "rows of op(X) (= M of the plan)",
+                "columns of C (= columns of op(A))",
+                "rows of C (= M of the plan)",
+            )
         };
         expect(what_bk, k, bs.rows)?;
         expect(what_bn, plan.n, bs.cols)?;
@@ -272,7 +311,13 @@ impl Context {
         let block = pat.block;
         let stream = self.stream();
         let choice = plan.choice;
-        let kernel = self.kernels.get(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: O::DTYPE })?;
+        let kernel = self.kernels.get(KernelKey {
+            op: OpKind::Spmm,
+            family: choice.family,
+            input: T::DTYPE,
+            tile: choice.tile,
+            output: O::DTYPE,
+        })?;
         let mut fl = 0;
         if plan.kernel_op == Transpose::Yes {
             fl |= flags::A_MN_MAJOR | flags::A_PERMUTED;
@@ -336,7 +381,8 @@ impl Context {
                 // A: the values as a (nnzb · bm, bk) matrix per batch entry.
                 let a_rows = (pat.nnzb() * block.bm) as u64;
                 let a_box = if plan.kernel_op == Transpose::No { [WG_K, t.tm] } else { [WG_K, WG_K] };
-                let tmap_a = tensor_map::<T>(a_values, [block.bk as u64, a_rows, batch], [block.bk as u64 * e, a_stride as u64 * e], a_box)?;
+                let tmap_a =
+                    tensor_map::<T>(a_values, [block.bk as u64, a_rows, batch], [block.bk as u64 * e, a_stride as u64 * e], a_box)?;
                 let tmap_b = dense_map::<T>(b_ptr, &bs, [WG_K, WG_K])?;
                 let tmap_c = if t.c_buffers > 0 && cs.layout == Layout::RowMajor {
                     let ce = core::mem::size_of::<O>() as u32;
@@ -352,7 +398,13 @@ impl Context {
         }
         if let Some((groups, _gg)) = plan.device.groups(stream) {
             let fix = FixupParams { partials: work.partials, groups, tm: choice.shape().0, tn: choice.shape().1, out };
-            let fixup = self.kernels.get(KernelKey { op: OpKind::Fixup, family: KernelFamily::Portable, input: crate::DType::F16, tile: 0, output: O::DTYPE })?;
+            let fixup = self.kernels.get(KernelKey {
+                op: OpKind::Fixup,
+                family: KernelFamily::Portable,
+                input: crate::DType::F16,
+                tile: 0,
+                output: O::DTYPE,
+            })?;
             // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote and
             // writes the split tiles of C.
             unsafe { launch(stream, fixup, plan.device.n_groups, fix) }?;

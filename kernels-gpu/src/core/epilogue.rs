@@ -191,9 +191,7 @@ pub unsafe fn store_strip<O: Output, D: Dest<O>, const J: usize>(d: &D, row0: u3
                         let row = row0 + g + 8 * h as u32;
                         let (r0, r1) = unsafe { d.scaled_pair(row, col, f[2 * h], f[2 * h + 1]) };
                         let p = d.at(row, col);
-                        unsafe {
-                            if col + 1 < d.cols() { O::store2(p, r0, r1) } else { O::store1(p, r0) }
-                        }
+                        unsafe { if col + 1 < d.cols() { O::store2(p, r0, r1) } else { O::store1(p, r0) } }
                     }
                     h += 1;
                 }
@@ -326,7 +324,14 @@ fn quad_transpose(v: [u32; 4], q: u32) -> [u32; 4] {
 /// Writes one warp's strip (layout as in [`store_strip`]), unscaled, into a row-major f32
 /// partial tile with `tn` columns; `(row0, col0)` is the strip's origin in the tile.
 #[inline(always)]
-pub unsafe fn store_partial_strip<const J: usize>(tile: *mut f32, tn: u32, row0: u32, col0: u32, lane: u32, frag: impl Fn(usize) -> [f32; 4]) {
+pub unsafe fn store_partial_strip<const J: usize>(
+    tile: *mut f32,
+    tn: u32,
+    row0: u32,
+    col0: u32,
+    lane: u32,
+    frag: impl Fn(usize) -> [f32; 4],
+) {
     let lane = opaque(lane);
     let (g, q) = (lane / 4, lane % 4);
     let mut j = 0;
@@ -367,7 +372,15 @@ impl CStage {
     /// coordinates of its element (0, 0). Must be called by all 128 threads of the warpgroup;
     /// thread 0 must call [`CStage::drain`] before the kernel exits.
     #[inline(always)]
-    pub unsafe fn store<O: Output, D: Dest<O>, const N_REGS: usize>(&self, d: &D, acc: &[f32; N_REGS], gcol0: u32, grow0: u32, batch: u32, lt: u32) {
+    pub unsafe fn store<O: Output, D: Dest<O>, const N_REGS: usize>(
+        &self,
+        d: &D,
+        acc: &[f32; N_REGS],
+        gcol0: u32,
+        grow0: u32,
+        batch: u32,
+        lt: u32,
+    ) {
         use crate::ptx::{st_shared_u32, st_shared_v2_u32};
         use crate::ptx_sm90::{bulk_commit, bulk_wait_read, fence_proxy_async_smem, named_barrier, tma_store_3d};
         use blocksparse_abi::C_CHUNK_BYTES;

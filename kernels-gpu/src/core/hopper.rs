@@ -280,8 +280,10 @@ impl Mainloop {
                 // K-major: rows of 128 bytes along K, next k16 slice 32 bytes on. MN-major:
                 // rows along M (N) in 64-element boxes LBO apart, 8-row K groups SBO apart;
                 // next k16 slice = 16 rows on.
-                let da = if A_MN { sw128_desc(a + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) } else { sw128_desc(a + kk * 32, 16, ATOM_BYTES) };
-                let db = if B_K { sw128_desc(b + kk * 32, 16, ATOM_BYTES) } else { sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) };
+                let da =
+                    if A_MN { sw128_desc(a + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) } else { sw128_desc(a + kk * 32, 16, ATOM_BYTES) };
+                let db =
+                    if B_K { sw128_desc(b + kk * 32, 16, ATOM_BYTES) } else { sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) };
                 unsafe { I::wgmma::<A_MN, B_K>(acc, da, db) };
                 kk += 1;
             }

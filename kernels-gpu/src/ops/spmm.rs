@@ -62,7 +62,11 @@ impl PortableItem {
     /// The block item block `i` is (its values).
     #[inline(always)]
     unsafe fn blk(&self, p: &SpmmParams, i: u32) -> u32 {
-        if p.flags & flags::A_PERMUTED != 0 { unsafe { ld_shared_u32(self.cache + 4 * (MAX_ITEM_BLOCKS + i)) } } else { self.item.blk_begin + i }
+        if p.flags & flags::A_PERMUTED != 0 {
+            unsafe { ld_shared_u32(self.cache + 4 * (MAX_ITEM_BLOCKS + i)) }
+        } else {
+            self.item.blk_begin + i
+        }
     }
 }
 
@@ -210,7 +214,11 @@ mod hopper {
             self.kt += 1;
             let q = self.item.blk_begin + (k >> kb_log2);
             let kblk = unsafe { ld_global_nc_u32((p.kidx as *const u32).wrapping_add(q as usize)) };
-            let blk = if p.flags & flags::A_PERMUTED != 0 { unsafe { ld_global_nc_u32((p.perm as *const u32).wrapping_add(q as usize)) } } else { q };
+            let blk = if p.flags & flags::A_PERMUTED != 0 {
+                unsafe { ld_global_nc_u32((p.perm as *const u32).wrapping_add(q as usize)) }
+            } else {
+                q
+            };
             Some(Stage { n_tile: self.item.n_tile, batch: self.item.batch, kin: k & ((1 << kb_log2) - 1), blk, kblk })
         }
     }
