@@ -121,8 +121,8 @@ impl MmaTile {
             && self.ks == 32
             && self.stages >= 3
             && self.stages <= 8
-            && (a_chunks % t == 0 || t % a_chunks == 0)
-            && b_chunks % t == 0
+            && (a_chunks.is_multiple_of(t) || t.is_multiple_of(a_chunks))
+            && b_chunks.is_multiple_of(t)
             && t <= 1024
             && self.smem_bytes() <= SM80_MAX_DYNAMIC_SMEM
             // At least the 64 registers per thread the fragments and addresses need.

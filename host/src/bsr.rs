@@ -100,10 +100,10 @@ fn check_shape(nrows: usize, ncols: usize, block: BlockShape) -> Result<(usize, 
     if ncols == 0 {
         return Err(Error::ZeroDimension { what: "cols" });
     }
-    if nrows % block.bm != 0 {
+    if !nrows.is_multiple_of(block.bm) {
         return Err(Error::NotBlockMultiple { what: "rows", size: nrows, block: block.bm });
     }
-    if ncols % block.bk != 0 {
+    if !ncols.is_multiple_of(block.bk) {
         return Err(Error::NotBlockMultiple { what: "cols", size: ncols, block: block.bk });
     }
     let limit = i32::MAX as usize;

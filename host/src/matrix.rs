@@ -105,13 +105,13 @@ impl MatShape {
         }
         let align = LD_ALIGN as usize;
         let (inner, _) = self.inner_outer();
-        if self.ld < inner || self.ld % align != 0 {
+        if self.ld < inner || !self.ld.is_multiple_of(align) {
             return Err(Error::LeadingDimension { what, ld: self.ld, min: inner, align });
         }
         self.matrix_extent()?;
         let (_, outer) = self.inner_outer();
         let one = outer.checked_mul(self.ld).ok_or(Error::TooLarge { what: "matrix extent", value: usize::MAX })?;
-        if self.batch > 1 && (self.batch_stride < one || self.batch_stride % align != 0) {
+        if self.batch > 1 && (self.batch_stride < one || !self.batch_stride.is_multiple_of(align)) {
             return Err(Error::BatchStride { what, stride: self.batch_stride, min: one, align });
         }
         let needed = self.extent()?;

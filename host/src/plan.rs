@@ -298,9 +298,9 @@ mod tests {
             covered[it.tile_row as usize][it.batch as usize * nt + it.n_tile as usize].push(*it);
         }
         let mut slots_seen = vec![0u32; w.n_slots as usize];
-        for r in 0..rows {
-            for bt in 0..nt * batch as usize {
-                let mut v = covered[r][bt].clone();
+        for (r, row) in covered.iter().enumerate() {
+            for (bt, cell) in row.iter().enumerate() {
+                let mut v = cell.clone();
                 assert!(!v.is_empty(), "row {r} tile/batch {bt} not covered");
                 v.sort_by_key(|i| i.blk_begin);
                 assert_eq!(v[0].blk_begin, rp[r]);

@@ -245,13 +245,11 @@ fn parse_ptxas(log: &str) -> PtxasReport {
                     res.spill_loads = value;
                 }
             }
-        } else if let Some(rest) = line.split("Used ").nth(1) {
-            if let Some(res) = current.as_ref().and_then(|n| functions.get_mut(n)) {
-                if rest.split_whitespace().nth(1).is_some_and(|w| w.starts_with("register")) {
+        } else if let Some(rest) = line.split("Used ").nth(1)
+            && let Some(res) = current.as_ref().and_then(|n| functions.get_mut(n))
+                && rest.split_whitespace().nth(1).is_some_and(|w| w.starts_with("register")) {
                     res.registers = leading_number(rest);
                 }
-            }
-        }
     }
     PtxasReport { entries, functions }
 }

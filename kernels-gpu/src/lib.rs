@@ -51,6 +51,9 @@ macro_rules! param_address {
 macro_rules! entry {
     ($name:ident, Fixup, Portable, $input:ident, $tile:literal, $output:ident) => {
         /// Split-K fix-up kernel (see `core::fixup`).
+        ///
+        /// # Safety
+        /// Launched by the host library only, with the parameter block its plan built.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: FixupParams) {
             unsafe { core::fixup::run::<dtype::$output>(&p) }
@@ -58,6 +61,9 @@ macro_rules! entry {
     };
     ($name:ident, $op:ident, Portable, $input:ident, $tile:literal, $output:ident) => {
         /// Portable tensor-core kernel (see `core::portable` and the op in `ops`).
+        ///
+        /// # Safety
+        /// Launched by the host library only, with the parameter block its plan built.
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: <ops::$op as core::portable::PortableOp>::Params) {
             unsafe { core::portable::run::<ops::$op, dtype::$input, dtype::$output, $tile>(&p) }
@@ -65,6 +71,10 @@ macro_rules! entry {
     };
     ($name:ident, $op:ident, Hopper, $input:ident, $tile:literal, $output:ident) => {
         /// Hopper kernel (see `core::hopper` and the op in `ops`).
+        ///
+        /// # Safety
+        /// Launched by the host library only, with the parameter block and tensor maps its plan
+        /// built.
         #[cfg(target_feature = "sm_90a")]
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: blocksparse_abi::HopperParams<<ops::$op as core::hopper::HopperOp>::Params>) {

@@ -167,9 +167,9 @@ impl<T: InputElement> Pool<T> {
     /// The `copy`-th random row-major batch of `(rows, cols)` matrices.
     fn get(&mut self, ctx: &Context, (batch, rows, cols): (usize, usize, usize), copy: usize, rng: &mut TestRng) -> Res<&DeviceMatrix<T>> {
         let key = (batch, rows, cols, copy);
-        if !self.mats.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(e) = self.mats.entry(key) {
             let m = ctx.upload_matrix_batch(batch, rows, cols, &random_values::<T>(batch * rows * cols, rng)).map_err(err)?;
-            self.mats.insert(key, m);
+            e.insert(m);
         }
         Ok(&self.mats[&key])
     }
@@ -519,7 +519,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
 pub fn run(args: Args) -> Res<bool> {
     let ctx = crate::open_context(args.path)?;
     for &bs in &args.blocks {
-        if args.m % bs != 0 || args.k % bs != 0 || (args.batched && 2048 % bs != 0) {
+        if !args.m.is_multiple_of(bs) || !args.k.is_multiple_of(bs) || (args.batched && 2048 % bs != 0) {
             return Err(format!("M = {} and K = {} must be multiples of the block size {bs}", args.m, args.k));
         }
     }

@@ -1,5 +1,5 @@
-//! SDDMM (sampled dense × dense): `C.values = alpha · (op(X) · op(Y)) at C's blocks
-//! + beta · C.values`, with op(X) `(M, K)` and op(Y) `(K, N)` dense views in either layout and
+//! SDDMM (sampled dense × dense): `C.values = alpha · (op(X) · op(Y)) at C's blocks +
+//! beta · C.values`, with op(X) `(M, K)` and op(Y) `(K, N)` dense views in either layout and
 //! C a BSR pattern (`(bm, bn)` blocks) on the device. Every block of C is written; nothing else
 //! is touched.
 //!
@@ -63,7 +63,7 @@ impl Context {
     /// 16).
     pub fn plan_sddmm<O: Element>(&self, c: &DeviceBsr<O>, k: usize) -> Result<SddmmPlan> {
         check_dim("K", k)?;
-        if k % 16 != 0 {
+        if !k.is_multiple_of(16) {
             return Err(Error::NotBlockMultiple { what: "K of an SDDMM", size: k, block: 16 });
         }
         let pat = &c.pattern;

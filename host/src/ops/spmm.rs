@@ -216,7 +216,7 @@ impl Context {
     /// mma.sync otherwise.
     fn spmm_tile<T: InputElement>(&self, pat: &Pattern, tm: usize, kb: usize) -> Result<TileChoice> {
         let tma_fits = pat.nnzb().checked_mul(pat.block.bm).is_some_and(|r| r < i32::MAX as usize);
-        let hopper = wgmma_tile_index(tm as u32).filter(|_| kb % WG_K as usize == 0 && pat.nnzb() > 0 && tma_fits);
+        let hopper = wgmma_tile_index(tm as u32).filter(|_| kb.is_multiple_of(WG_K as usize) && pat.nnzb() > 0 && tma_fits);
         if let Some(tile) = hopper {
             let choice = TileChoice { family: KernelFamily::Hopper, tile };
             if self.kernels.has(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile, output: T::DTYPE }) {

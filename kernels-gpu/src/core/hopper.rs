@@ -112,6 +112,7 @@ pub trait HopperOp {
 /// Loads the A slice of a stage: the box at (`k`, `m`) of a K-major map (one `(64, tm)` box),
 /// or the `tm / 64` boxes at (`m + 64 w`, `k`) of an MN-major one; `batch` is the third
 /// coordinate.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn load_a(maps: &Maps, t: WgmmaTile, a_mn: bool, slot: Slot, k: u32, m: u32, batch: u32, full: u32) {
     unsafe {
@@ -129,6 +130,7 @@ pub unsafe fn load_a(maps: &Maps, t: WgmmaTile, a_mn: bool, slot: Slot, k: u32, 
 
 /// Loads B box `j` of a stage: columns `n .. n + 64` and K rows `k .. k + 64` of op(B), from
 /// an MN-major map (coordinates (`n`, `k`)) or a K-major one ((`k`, `n`)).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn load_b_box(maps: &Maps, b_k: bool, slot: Slot, j: u32, n: u32, k: u32, batch: u32, full: u32) {
     let dst = slot.b + j * BOX_BYTES;
@@ -289,10 +291,10 @@ impl Mainloop {
             }
             wgmma_commit();
             wgmma_wait1(acc);
-            if let Some(s) = prev {
-                if self.lt == 0 {
-                    unsafe { ring.consumer_release(s) };
-                }
+            if let Some(s) = prev
+                && self.lt == 0
+            {
+                unsafe { ring.consumer_release(s) };
             }
             prev = Some(st.slot);
             st.advance();
@@ -305,10 +307,10 @@ impl Mainloop {
             }
         }
         wgmma_wait0(acc);
-        if let Some(s) = prev {
-            if self.lt == 0 {
-                unsafe { ring.consumer_release(s) };
-            }
+        if let Some(s) = prev
+            && self.lt == 0
+        {
+            unsafe { ring.consumer_release(s) };
         }
     }
 }
