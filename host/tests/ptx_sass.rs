@@ -247,9 +247,10 @@ fn parse_ptxas(log: &str) -> PtxasReport {
             }
         } else if let Some(rest) = line.split("Used ").nth(1)
             && let Some(res) = current.as_ref().and_then(|n| functions.get_mut(n))
-                && rest.split_whitespace().nth(1).is_some_and(|w| w.starts_with("register")) {
-                    res.registers = leading_number(rest);
-                }
+            && rest.split_whitespace().nth(1).is_some_and(|w| w.starts_with("register"))
+        {
+            res.registers = leading_number(rest);
+        }
     }
     PtxasReport { entries, functions }
 }
