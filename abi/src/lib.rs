@@ -5,6 +5,7 @@
 //! Nothing here depends on `std`, so the same file compiles for `nvptx64-nvidia-cuda` and for
 //! the host.
 #![no_std]
+#![warn(missing_docs)]
 
 /// Block heights and widths the kernels support (square or not: `bm` and `bk` each one of these).
 pub const BLOCK_SIZES: [u32; 4] = [16, 32, 64, 128];

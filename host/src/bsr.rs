@@ -26,6 +26,7 @@ pub struct BlockShape {
 }
 
 impl BlockShape {
+    /// A `bm x bk` block.
     pub const fn new(bm: usize, bk: usize) -> Self {
         Self { bm, bk }
     }
@@ -82,11 +83,17 @@ pub struct Bsr<T> {
 /// The parts of a [`Bsr`], as returned by [`Bsr::into_parts`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct BsrParts<T> {
+    /// Rows of the matrix.
     pub nrows: usize,
+    /// Columns of the matrix.
     pub ncols: usize,
+    /// The block shape.
     pub block: BlockShape,
+    /// Block-row pointers (block rows + 1).
     pub row_ptr: Vec<u32>,
+    /// Block column of each stored block.
     pub col_idx: Vec<u32>,
+    /// Block values, `(nnzb, bm, bk)` row-major within each block.
     pub values: Vec<T>,
 }
 

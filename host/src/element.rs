@@ -5,12 +5,16 @@ use half::{bf16, f16};
 /// The element types the library knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// IEEE half precision.
     F16,
+    /// bfloat16.
     Bf16,
+    /// IEEE single precision.
     F32,
 }
 
 impl DType {
+    /// The short name (`f16`, `bf16`, `f32`).
     pub fn name(self) -> &'static str {
         match self {
             DType::F16 => "f16",
@@ -58,10 +62,13 @@ pub trait Element:
     + cudarc::driver::ValidAsZeroBits
     + 'static
 {
+    /// The type's tag.
     const DTYPE: DType;
+    /// The value, exactly, as f64.
     fn to_f64(self) -> f64;
     /// Round to nearest.
     fn from_f64(x: f64) -> Self;
+    /// Zero.
     fn zero() -> Self {
         Self::from_f64(0.0)
     }

@@ -14,68 +14,173 @@ pub enum Error {
     UnsupportedDevice(String),
     /// A block size other than 16, 32, 64 or 128.
     #[error("unsupported block size {bm}x{bk}: block height and width must each be 16, 32, 64 or 128")]
-    UnsupportedBlockSize { bm: usize, bk: usize },
+    UnsupportedBlockSize {
+        /// Block height.
+        bm: usize,
+        /// Block width.
+        bk: usize,
+    },
     /// A dimension is zero where it must not be.
     #[error("{what} must be at least 1")]
-    ZeroDimension { what: &'static str },
+    ZeroDimension {
+        /// What the value is.
+        what: &'static str,
+    },
     /// A matrix dimension is not a multiple of the block size.
     #[error("{what} = {size} is not a multiple of the block size {block}")]
-    NotBlockMultiple { what: &'static str, size: usize, block: usize },
+    NotBlockMultiple {
+        /// What the value is.
+        what: &'static str,
+        /// The dimension.
+        size: usize,
+        /// The block size it must be a multiple of.
+        block: usize,
+    },
     /// Operand shapes do not fit together.
     #[error("shape mismatch: {what}: expected {expected}, got {got}")]
-    ShapeMismatch { what: &'static str, expected: usize, got: usize },
+    ShapeMismatch {
+        /// What the value is.
+        what: &'static str,
+        /// The value required.
+        expected: usize,
+        /// The value given.
+        got: usize,
+    },
     /// `row_ptr` has the wrong length (must be block rows + 1).
     #[error("row_ptr has length {got}, expected {expected} (block rows + 1)")]
-    RowPtrLength { expected: usize, got: usize },
+    RowPtrLength {
+        /// The value required.
+        expected: usize,
+        /// The value given.
+        got: usize,
+    },
     /// `row_ptr[0]` is not 0.
     #[error("row_ptr[0] = {got}, expected 0")]
-    RowPtrStart { got: usize },
+    RowPtrStart {
+        /// The value given.
+        got: usize,
+    },
     /// `row_ptr` decreases.
     #[error("row_ptr is not monotone: row_ptr[{row}] = {start} > row_ptr[{next}] = {end}", next = row + 1)]
-    RowPtrNotMonotone { row: usize, start: usize, end: usize },
+    RowPtrNotMonotone {
+        /// Block row.
+        row: usize,
+        /// `row_ptr[row]`.
+        start: usize,
+        /// `row_ptr[row + 1]`.
+        end: usize,
+    },
     /// The last `row_ptr` entry disagrees with the number of column indices.
     #[error("row_ptr ends at {got}, but col_idx has {expected} entries")]
-    RowPtrEnd { expected: usize, got: usize },
+    RowPtrEnd {
+        /// The value required.
+        expected: usize,
+        /// The value given.
+        got: usize,
+    },
     /// A column index points past the last block column.
     #[error("column index {col} in block row {row} is out of range (block columns: {block_cols})")]
-    ColumnOutOfRange { row: usize, col: usize, block_cols: usize },
+    ColumnOutOfRange {
+        /// Block row.
+        row: usize,
+        /// The column index.
+        col: usize,
+        /// Block columns of the matrix.
+        block_cols: usize,
+    },
     /// Column indices within a block row are not strictly increasing.
     #[error("column indices of block row {row} are not sorted: {prev} before {col}")]
-    ColumnsUnsorted { row: usize, prev: usize, col: usize },
+    ColumnsUnsorted {
+        /// Block row.
+        row: usize,
+        /// The column index before it.
+        prev: usize,
+        /// The column index.
+        col: usize,
+    },
     /// A column index repeats within a block row.
     #[error("column index {col} appears twice in block row {row}")]
-    DuplicateColumn { row: usize, col: usize },
+    DuplicateColumn {
+        /// Block row.
+        row: usize,
+        /// The column index.
+        col: usize,
+    },
     /// The values array has the wrong length.
     #[error("values has length {got}, expected {expected} (blocks x bm x bk)")]
-    ValuesLength { expected: usize, got: usize },
+    ValuesLength {
+        /// The value required.
+        expected: usize,
+        /// The value given.
+        got: usize,
+    },
     /// A buffer is smaller than its shape and leading dimension require.
     #[error("buffer {what} too small: needs {needed} elements, has {got}")]
-    BufferTooSmall { what: &'static str, needed: usize, got: usize },
+    BufferTooSmall {
+        /// What the value is.
+        what: &'static str,
+        /// Elements the shape needs.
+        needed: usize,
+        /// The value given.
+        got: usize,
+    },
     /// A leading dimension is invalid.
     #[error("leading dimension of {what} is {ld}: must be at least {min} and a multiple of {align}")]
-    LeadingDimension { what: &'static str, ld: usize, min: usize, align: usize },
+    LeadingDimension {
+        /// What the value is.
+        what: &'static str,
+        /// The leading dimension given.
+        ld: usize,
+        /// The least valid value.
+        min: usize,
+        /// The multiple it must be of.
+        align: usize,
+    },
     /// An index or size does not fit the 32-bit indices the kernels use.
     #[error("{what} = {value} exceeds the 32-bit limit of the kernels")]
-    TooLarge { what: &'static str, value: usize },
+    TooLarge {
+        /// What the value is.
+        what: &'static str,
+        /// The value given.
+        value: usize,
+    },
     /// A plan was used with a matrix of another sparsity pattern, or another N.
     #[error("plan mismatch: {0}")]
     PlanMismatch(String),
     /// A scalar argument is not finite.
     #[error("{what} = {value} is not finite")]
-    NotFinite { what: &'static str, value: f32 },
+    NotFinite {
+        /// What the value is.
+        what: &'static str,
+        /// The value given.
+        value: f32,
+    },
     /// Operands of one product hold different numbers of matrices.
     #[error("batch mismatch: {what}: expected {expected} matrices, got {got}")]
-    BatchMismatch { what: &'static str, expected: usize, got: usize },
+    BatchMismatch {
+        /// What the value is.
+        what: &'static str,
+        /// The value required.
+        expected: usize,
+        /// The value given.
+        got: usize,
+    },
     /// A batch stride is invalid.
     #[error("batch stride of {what} is {stride}: must be a multiple of {align} and at least {min} (one matrix)")]
-    BatchStride { what: &'static str, stride: usize, min: usize, align: usize },
+    BatchStride {
+        /// What the value is.
+        what: &'static str,
+        /// The batch stride given.
+        stride: usize,
+        /// The least valid value.
+        min: usize,
+        /// The multiple it must be of.
+        align: usize,
+    },
     /// The kernel a product needs is not loaded on this device (e.g. it needs more shared
     /// memory per block than the device allows).
     #[error("no kernel available: {0}")]
     KernelUnavailable(String),
-    /// Two matrices of one product share memory where one of them is written.
-    #[error("{0}")]
-    Aliasing(String),
 }
 
 /// `Result` with the library's [`Error`].
