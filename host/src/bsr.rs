@@ -359,24 +359,12 @@ impl<T: Element> Bsr<T> {
     }
 
     /// The dense row-major `nrows x ncols` matrix, zeros outside the stored blocks.
-    ///
-    /// Like any allocation this aborts if the dense matrix does not fit in memory, and panics
-    /// if its size exceeds `isize::MAX` bytes; [`try_to_dense`](Self::try_to_dense) reports
-    /// both as an error instead.
-    pub fn to_dense(&self) -> Vec<T> {
-        match self.try_to_dense() {
-            Ok(d) => d,
-            Err(e) => panic!("Bsr::to_dense: {e}"),
-        }
-    }
-
-    /// [`to_dense`](Self::to_dense), reporting a dense matrix too large to allocate as
-    /// [`Error::TooLarge`] instead of panicking.
+    /// [`Error::Overflow`] when its size does not fit `usize`, [`Error::Allocation`] when the
+    /// host cannot allocate it.
     pub fn try_to_dense(&self) -> Result<Vec<T>> {
-        let too_large = Error::TooLarge { what: "dense elements", value: self.nrows };
-        let len = self.nrows.checked_mul(self.ncols).ok_or(too_large)?;
+        let len = self.nrows.checked_mul(self.ncols).ok_or(Error::Overflow { what: "dense matrix elements" })?;
         let mut dense: Vec<T> = Vec::new();
-        dense.try_reserve_exact(len).map_err(|_| Error::TooLarge { what: "dense elements", value: len })?;
+        dense.try_reserve_exact(len).map_err(|_| Error::Allocation { what: "dense matrix", elements: len })?;
         dense.resize(len, T::zero());
         let BlockShape { bm, bk } = self.block;
         let ncols = self.ncols;
@@ -393,16 +381,20 @@ impl<T: Element> Bsr<T> {
         Ok(dense)
     }
 
-    /// The block mask, row-major `(block_rows) x (block_cols)`.
-    pub fn block_mask(&self) -> Vec<bool> {
+    /// The block mask, row-major `(block_rows) x (block_cols)`. [`Error::Overflow`] or
+    /// [`Error::Allocation`] when it does not fit the host.
+    pub fn block_mask(&self) -> Result<Vec<bool>> {
         let bc = self.block_cols();
-        let mut mask = vec![false; self.block_rows() * bc];
+        let len = self.block_rows().checked_mul(bc).ok_or(Error::Overflow { what: "block mask entries" })?;
+        let mut mask = Vec::new();
+        mask.try_reserve_exact(len).map_err(|_| Error::Allocation { what: "block mask", elements: len })?;
+        mask.resize(len, false);
         for (br, w) in self.row_ptr.windows(2).enumerate() {
             for &c in &self.col_idx[w[0] as usize..w[1] as usize] {
                 mask[br * bc + c as usize] = true;
             }
         }
-        mask
+        Ok(mask)
     }
 }
 
@@ -442,8 +434,8 @@ mod tests {
         assert_eq!(a.row_ptr(), &[0, 0, 0]);
         assert_eq!(a.density(), 0.0);
         assert_eq!(a.max_row_blocks(), 0);
-        assert!(a.to_dense().iter().all(|x| x.to_f64() == 0.0));
-        assert_eq!(a.to_dense().len(), 64 * 32);
+        assert!(a.try_to_dense().unwrap().iter().all(|x| x.to_f64() == 0.0));
+        assert_eq!(a.try_to_dense().unwrap().len(), 64 * 32);
     }
 
     #[test]
@@ -456,14 +448,14 @@ mod tests {
         let a = Bsr::from_dense(&dense, m, k, b16()).unwrap();
         assert_eq!(a.row_ptr(), &[0, 1, 2]);
         assert_eq!(a.col_idx(), &[0, 1]);
-        assert_eq!(a.block_mask(), vec![true, false, false, false, true, false]);
+        assert_eq!(a.block_mask().unwrap(), vec![true, false, false, false, true, false]);
         assert!(a.block_values(1).unwrap()[16 + 4].is_nan());
         assert_eq!(a.block_values(0).unwrap()[0], 2.5);
         assert!(a.block_values(2).is_none());
         assert_eq!(a.row_range(1), Some(1..2));
         assert_eq!(a.row_range(2), None);
         assert_eq!(a.row_range(usize::MAX), None);
-        let back = a.to_dense();
+        let back = a.try_to_dense().unwrap();
         assert!(back[17 * k + 20].is_nan());
         assert_eq!(back[0], 2.5);
         assert_eq!(back.iter().filter(|x| **x != 0.0).count(), 2);
@@ -480,7 +472,7 @@ mod tests {
         assert_eq!(a.row_lengths().collect::<Vec<_>>(), vec![2, 0, 1]);
         assert_eq!(a.max_row_blocks(), 2);
         assert!((a.density() - 3.0 / 9.0).abs() < 1e-15);
-        let d = a.to_dense();
+        let d = a.try_to_dense().unwrap();
         // Block 1 (row 0, col 2), element (5, 7) lands at dense (5, 64 + 7).
         assert_eq!(d[5 * 96 + 71], values[16 * 32 + 5 * 32 + 7]);
         // Block 2 (row 2, col 1), element (15, 31) lands at dense (47, 63).
@@ -498,12 +490,12 @@ mod tests {
 
         let mut c = a.clone();
         c.values_mut()[0] = -7.0;
-        assert_eq!(c.to_dense()[0], -7.0);
+        assert_eq!(c.try_to_dense().unwrap()[0], -7.0);
 
         let parts = a.into_parts();
         assert_eq!((parts.nrows, parts.ncols, parts.block), (48, 96, block));
         let again = Bsr::from_parts(parts.nrows, parts.ncols, parts.block, parts.row_ptr, parts.col_idx, parts.values).unwrap();
-        assert_eq!(again.to_dense(), d);
+        assert_eq!(again.try_to_dense().unwrap(), d);
     }
 
     #[test]

@@ -120,9 +120,9 @@ impl Context {
         let values = if mats.len() == 1 {
             self.stream().clone_htod(first.values())?
         } else {
-            let total = first.values().len().checked_mul(mats.len()).ok_or(Error::TooLarge { what: "batch values", value: usize::MAX })?;
+            let total = first.values().len().checked_mul(mats.len()).ok_or(Error::Overflow { what: "batch values" })?;
             let mut all = Vec::new();
-            all.try_reserve_exact(total).map_err(|_| Error::TooLarge { what: "batch values", value: total })?;
+            all.try_reserve_exact(total).map_err(|_| Error::Allocation { what: "batch values", elements: total })?;
             for m in mats {
                 all.extend_from_slice(m.values());
             }
@@ -142,10 +142,11 @@ impl Context {
     /// Zero-filled values for `batch` matrices with the pattern of `like` (e.g. the output of
     /// an SDDMM at the pattern of a BSR operand).
     pub fn zeros_bsr_like<T: Element, U>(&self, like: &DeviceBsr<U>, batch: usize) -> Result<DeviceBsr<T>> {
+        self.same_device("the pattern", like.pattern.col_idx.ordinal())?;
         if batch == 0 {
             return Err(Error::ZeroDimension { what: "batch" });
         }
-        let len = like.values_per_matrix().checked_mul(batch).ok_or(Error::TooLarge { what: "batch values", value: usize::MAX })?;
+        let len = like.values_per_matrix().checked_mul(batch).ok_or(Error::Overflow { what: "batch values" })?;
         let values = self.stream().alloc_zeros::<T>(len.max(1))?;
         Ok(DeviceBsr { pattern: like.pattern.clone(), values, batch })
     }
@@ -153,6 +154,7 @@ impl Context {
     /// Replaces the block values (`batch · nnzb · bm · bk` elements; the pattern is unchanged, so
     /// plans made for it stay valid).
     pub fn update_values<T: Element>(&self, a: &mut DeviceBsr<T>, values: &[T]) -> Result<()> {
+        self.same_device("the matrix", a.values.ordinal())?;
         let expected = a.values_per_matrix() * a.batch;
         if values.len() != expected {
             return Err(Error::ValuesLength { expected, got: values.len() });
@@ -166,6 +168,7 @@ impl Context {
 
     /// The block values of every matrix of the batch, one matrix after the other.
     pub fn download_values<T: Element>(&self, a: &DeviceBsr<T>) -> Result<Vec<T>> {
+        self.same_device("the matrix", a.values.ordinal())?;
         let n = a.values_per_matrix() * a.batch;
         if n == 0 {
             return Ok(Vec::new());

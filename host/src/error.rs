@@ -177,6 +177,31 @@ pub enum Error {
         /// The multiple it must be of.
         align: usize,
     },
+    /// A size computation overflows the host's `usize` (the arguments describe more elements
+    /// than any machine holds).
+    #[error("{what} overflows the host's address range")]
+    Overflow {
+        /// What was being computed.
+        what: &'static str,
+    },
+    /// A host allocation failed.
+    #[error("cannot allocate {what}: {elements} elements")]
+    Allocation {
+        /// What was being allocated.
+        what: &'static str,
+        /// How many elements were asked for.
+        elements: usize,
+    },
+    /// An object made on one device was passed to a context of another.
+    #[error("device mismatch: {what} lives on device {got}, the context on device {expected}")]
+    DeviceMismatch {
+        /// Which argument.
+        what: &'static str,
+        /// The context's device ordinal.
+        expected: usize,
+        /// The argument's device ordinal.
+        got: usize,
+    },
     /// The kernel a product needs is not loaded on this device (e.g. it needs more shared
     /// memory per block than the device allows).
     #[error("no kernel available: {0}")]

@@ -75,19 +75,13 @@ impl MatShape {
     /// Elements one matrix spans: `(outer - 1) · ld + inner`.
     pub fn matrix_extent(&self) -> Result<usize> {
         let (inner, outer) = self.inner_outer();
-        (outer - 1)
-            .checked_mul(self.ld)
-            .and_then(|x| x.checked_add(inner))
-            .ok_or(Error::TooLarge { what: "matrix extent", value: usize::MAX })
+        (outer - 1).checked_mul(self.ld).and_then(|x| x.checked_add(inner)).ok_or(Error::Overflow { what: "matrix extent" })
     }
 
     /// Elements the whole batch spans.
     pub fn extent(&self) -> Result<usize> {
         let one = self.matrix_extent()?;
-        (self.batch - 1)
-            .checked_mul(self.batch_stride)
-            .and_then(|x| x.checked_add(one))
-            .ok_or(Error::TooLarge { what: "batch extent", value: usize::MAX })
+        (self.batch - 1).checked_mul(self.batch_stride).and_then(|x| x.checked_add(one)).ok_or(Error::Overflow { what: "batch extent" })
     }
 
     /// Checks the shape against a buffer of `len` elements: non-zero dimensions, a leading
@@ -110,7 +104,7 @@ impl MatShape {
         }
         self.matrix_extent()?;
         let (_, outer) = self.inner_outer();
-        let one = outer.checked_mul(self.ld).ok_or(Error::TooLarge { what: "matrix extent", value: usize::MAX })?;
+        let one = outer.checked_mul(self.ld).ok_or(Error::Overflow { what: "matrix extent" })?;
         if self.batch > 1 && (self.batch_stride < one || !self.batch_stride.is_multiple_of(align)) {
             return Err(Error::BatchStride { what, stride: self.batch_stride, min: one, align });
         }
@@ -257,7 +251,7 @@ impl<'a, T: Element> From<&'a mut DeviceMatrix<T>> for MatMut<'a, T> {
 }
 
 fn checked_mul(a: usize, b: usize, what: &'static str) -> Result<usize> {
-    a.checked_mul(b).ok_or(Error::TooLarge { what, value: usize::MAX })
+    a.checked_mul(b).ok_or(Error::Overflow { what })
 }
 
 /// A leading dimension for `cols` columns: the next multiple of 8.
@@ -333,6 +327,7 @@ impl Context {
     /// Copies a device matrix (or batch) back as dense row-major `(batch, rows, cols)`,
     /// whatever its layout.
     pub fn download_matrix<T: Element>(&self, m: &DeviceMatrix<T>) -> Result<Vec<T>> {
+        self.same_device("the matrix", m.buf.ordinal())?;
         let s = m.shape;
         let all = self.stream().clone_dtoh(&m.buf)?;
         let mut out = Vec::with_capacity(checked_mul(checked_mul(s.batch, s.rows, "matrix elements")?, s.cols, "matrix elements")?);
@@ -354,6 +349,7 @@ impl Context {
     /// Overwrites a device matrix (or batch) with dense row-major `(batch, rows, cols)` host
     /// data. Elements outside the matrices (padding) are left as they are.
     pub fn write_matrix<T: Element>(&self, m: &mut DeviceMatrix<T>, data: &[T]) -> Result<()> {
+        self.same_device("the matrix", m.buf.ordinal())?;
         let s = m.shape;
         let len = checked_mul(checked_mul(s.batch, s.rows, "matrix elements")?, s.cols, "matrix elements")?;
         if data.len() != len {

@@ -72,12 +72,17 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
     let rows = row_ptr.len().saturating_sub(1);
     let n_tiles = n_tiles.max(1);
     let row_len = |r: usize| row_ptr[r + 1] - row_ptr[r];
-    let cells = (rows as u64) * n_tiles as u64 * batch as u64;
-    if cells > MAX_ITEMS {
-        return Err(Error::TooLarge { what: "work items (tile rows x N tiles x batch)", value: cells as usize });
+    // In u128: rows · tiles · batch can pass 2^64 (found by the property tests).
+    let cells = rows as u128 * n_tiles as u128 * batch as u128;
+    if cells > MAX_ITEMS as u128 {
+        return Err(Error::TooLarge {
+            what: "work items (tile rows x N tiles x batch)",
+            value: usize::try_from(cells).unwrap_or(usize::MAX),
+        });
     }
 
-    // Fair share of one resident thread block, in blocks (each costs tm·kb·tn MACs).
+    // Fair share of one resident thread block, in blocks (each costs tm·kb·tn MACs). Within
+    // u64: blocks < 2^32 and tiles · batch ≤ cells < 2^31.
     let blocks: u64 = row_ptr.last().copied().unwrap_or(0) as u64;
     let total = blocks * n_tiles as u64 * batch as u64;
     let fair = total.div_ceil(resident.max(1) as u64);
@@ -119,7 +124,7 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
                 let hi = begin + (len as u64 * (c + 1) as u64 / chunks as u64) as u32;
                 items.push(WorkItem { tile_row, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c, batch: b });
             }
-            n_slots = n_slots.checked_add(chunks).ok_or(Error::TooLarge { what: "split-K slots", value: usize::MAX })?;
+            n_slots = n_slots.checked_add(chunks).ok_or(Error::Overflow { what: "split-K slots" })?;
         }
     }
 
@@ -142,9 +147,9 @@ pub fn plan_blocks(row_ptr: &[u32], per_item: u32, batch: u32) -> Result<WorkLis
     let per_item = per_item.max(1);
     let rows = row_ptr.len().saturating_sub(1);
     let per_batch: u64 = (0..rows).map(|r| (row_ptr[r + 1] - row_ptr[r]).div_ceil(per_item) as u64).sum();
-    let n_items = per_batch * batch as u64;
-    if n_items > MAX_ITEMS {
-        return Err(Error::TooLarge { what: "work items", value: n_items as usize });
+    let n_items = per_batch as u128 * batch as u128;
+    if n_items > MAX_ITEMS as u128 {
+        return Err(Error::TooLarge { what: "work items", value: usize::try_from(n_items).unwrap_or(usize::MAX) });
     }
     let mut items = Vec::with_capacity(n_items as usize);
     for b in 0..batch {
@@ -152,7 +157,7 @@ pub fn plan_blocks(row_ptr: &[u32], per_item: u32, batch: u32) -> Result<WorkLis
             let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
             let mut lo = begin;
             while lo < end {
-                let hi = (lo + per_item).min(end);
+                let hi = lo.saturating_add(per_item).min(end);
                 items.push(WorkItem { tile_row: r as u32, n_tile: 0, blk_begin: lo, blk_end: hi, partial_slot: NO_SLOT, batch: b });
                 lo = hi;
             }
@@ -230,8 +235,7 @@ impl DeviceWork {
         let partials = if work.n_slots == 0 {
             None
         } else {
-            let elems =
-                (work.n_slots as usize).checked_mul(tile_elems).ok_or(Error::TooLarge { what: "split-K workspace", value: usize::MAX })?;
+            let elems = (work.n_slots as usize).checked_mul(tile_elems).ok_or(Error::Overflow { what: "split-K workspace" })?;
             Some(stream.alloc_zeros::<f32>(elems)?)
         };
         let grid = if work.schedule.is_empty() { work.items.len() } else { work.schedule.len() - 1 };
@@ -261,6 +265,11 @@ impl DeviceWork {
     /// The split groups' device address (0 without split items), and its guard.
     pub fn groups<'a>(&'a self, stream: &'a CudaStream) -> Option<(u64, SyncOnDrop<'a>)> {
         self.groups.as_ref().map(|g| g.device_ptr(stream))
+    }
+
+    /// The device the work list lives on.
+    pub fn ordinal(&self) -> usize {
+        self.items.ordinal()
     }
 
     /// Bytes of device memory the work list and workspace take.

@@ -30,6 +30,44 @@ pub struct Args {
     no_examples: bool,
 }
 
+/// With two GPUs: a matrix, a BSR and a plan made on device 0, handed to device 1's context,
+/// must give `Error::DeviceMismatch` before any launch. With one GPU there is nothing to check
+/// (said in the detail, and counted as passed).
+fn cross_device(ctx0: &Context) -> (bool, String) {
+    let count = blocksparse::cudarc::driver::CudaContext::device_count().unwrap_or(0);
+    if count < 2 {
+        return (true, format!("not run: {count} device(s)"));
+    }
+    let run = || -> Result<String, String> {
+        let e = |e: blocksparse::Error| e.to_string();
+        let ctx1 = Context::with_path(1, KernelPath::Portable).map_err(e)?;
+        let mask = vec![true, false, false, true];
+        let a = Bsr::from_block_mask(128, 128, BlockShape::square(64), &mask, vec![f16::ONE; 2 * 64 * 64]).map_err(e)?;
+        let a0 = ctx0.upload_bsr(&a).map_err(e)?;
+        let b0 = ctx0.upload_matrix(128, 64, &vec![f16::ONE; 128 * 64]).map_err(e)?;
+        let mut c1 = ctx1.zeros_matrix::<f16>(128, 64).map_err(e)?;
+        let plan0 = ctx0.plan_spmm(&a0, Transpose::No, 64).map_err(e)?;
+        let mut found = Vec::new();
+        match ctx1.spmm(&plan0, 1.0, &a0, &b0, 0.0, &mut c1) {
+            Err(blocksparse::Error::DeviceMismatch { what, .. }) => found.push(what),
+            other => return Err(format!("spmm across devices gave {other:?}")),
+        }
+        match ctx1.plan_spmm(&a0, Transpose::No, 64) {
+            Err(blocksparse::Error::DeviceMismatch { what, .. }) => found.push(what),
+            other => return Err(format!("plan across devices gave {:?}", other.map(|_| ()))),
+        }
+        match ctx1.download_matrix(&b0) {
+            Err(blocksparse::Error::DeviceMismatch { what, .. }) => found.push(what),
+            other => return Err(format!("download across devices gave {:?}", other.map(|_| ()))),
+        }
+        Ok(format!("typed errors for {found:?}"))
+    };
+    match run() {
+        Ok(d) => (true, d),
+        Err(d) => (false, d),
+    }
+}
+
 /// The examples validate runs (each must exit 0 on the GPU).
 const EXAMPLES: [&str; 1] = ["sparse_linear"];
 
@@ -503,6 +541,15 @@ pub fn run(args: Args) -> Result<bool, String> {
     );
     for r in &rows {
         println!("{r}");
+    }
+    if args.filter.is_none() {
+        let (ok, detail) = cross_device(&ctx);
+        if ok {
+            passed += 1
+        } else {
+            failed += 1
+        }
+        println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, "objects of device 0 passed to device 1's context", detail);
     }
     if !args.no_examples && args.filter.is_none() {
         for (name, ok, detail) in run_examples() {

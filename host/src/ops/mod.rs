@@ -105,6 +105,13 @@ fn check_dim(what: &'static str, value: usize) -> Result<()> {
 }
 
 impl Context {
+    /// [`Error::DeviceMismatch`] unless an object of device `got` belongs to this context's
+    /// device.
+    pub(crate) fn same_device(&self, what: &'static str, got: usize) -> Result<()> {
+        let expected = self.cuda().ordinal();
+        if expected == got { Ok(()) } else { Err(Error::DeviceMismatch { what, expected, got }) }
+    }
+
     /// Thread blocks of `choice` the device runs at once (the planners' notion of "the GPU").
     fn resident_blocks(&self, choice: TileChoice, kernel: &crate::kernels::Kernel) -> Result<u32> {
         Ok(match choice.family {

@@ -66,6 +66,7 @@ impl Context {
         if !k.is_multiple_of(16) {
             return Err(Error::NotBlockMultiple { what: "K of an SDDMM", size: k, block: 16 });
         }
+        self.same_device("C", c.values.ordinal())?;
         let pat = &c.pattern;
         let (bm, bn) = (pat.block.bm, pat.block.bk);
         // wgmma + TMA where the blocks are 64 or 128 on both sides and the module has the kernel.
@@ -113,6 +114,10 @@ impl Context {
             return Err(Error::PlanMismatch("the plan was made for another sparsity pattern".into()));
         }
         let (x, y) = (x.into(), y.into());
+        self.same_device("the plan", plan.device.ordinal())?;
+        self.same_device("op(X)", x.buf.ordinal())?;
+        self.same_device("op(Y)", y.buf.ordinal())?;
+        self.same_device("C", c.values.ordinal())?;
         let (xs, ys) = (x.shape(), y.shape());
         let pat = c.pattern.clone();
         expect("rows of op(X) (= rows of C)", pat.nrows, xs.rows)?;

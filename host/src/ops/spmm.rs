@@ -161,6 +161,7 @@ impl Context {
         opts: &PlanOptions,
     ) -> Result<SpmmPlan> {
         check_dim("dense dimension of the product", n)?;
+        self.same_device("A", a.values.ordinal())?;
         let pat = &a.pattern;
         let block = pat.block;
         // Tile rows and the K extent of one block, as the kernel streams A.
@@ -278,6 +279,11 @@ impl Context {
             return Err(Error::PlanMismatch("the plan was made for another sparsity pattern".into()));
         }
         let pat = &a.pattern;
+        self.same_device("the plan", plan.device.ordinal())?;
+        self.same_device("A", a.values.ordinal())?;
+        self.same_device("A's pattern", pat.col_idx.ordinal())?;
+        self.same_device(if plan.side == Side::Left { "op(B)" } else { "op(X)" }, b.buf.ordinal())?;
+        self.same_device("C", c.buf.ordinal())?;
         let (m, k) = match plan.kernel_op {
             Transpose::No => (pat.nrows, pat.ncols),
             Transpose::Yes => (pat.ncols, pat.nrows),
