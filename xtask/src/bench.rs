@@ -322,45 +322,51 @@ fn t(o: Transpose) -> &'static str {
     if o == Transpose::Yes { "T" } else { "N" }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn row(
-    op: String,
+/// What the rows of one case share: the problem, its pattern and the dense time of its shape.
+#[derive(Clone, Copy)]
+struct CaseInfo<'a> {
     dtype: DType,
-    (batch, m, n, k): (usize, usize, usize, usize),
+    /// (batch, M, N, K) of the dense product the case is compared with.
+    shape: (usize, usize, usize, usize),
     bs: usize,
-    pattern: &str,
+    pattern: &'a str,
     density: f64,
     nnzb: usize,
-    kernel: String,
-    ms: f64,
+    /// Useful flops of the case (nonzero blocks only).
     flops: f64,
     dense_ms: f64,
-) -> Row {
-    let dense_tflops = tflops(2.0 * (batch * m * n * k) as f64, dense_ms);
-    let ours = tflops(flops, ms);
-    Row {
-        op,
-        dtype: dtype.to_string(),
-        m,
-        n,
-        k,
-        batch,
-        block: bs,
-        kernel,
-        pattern: pattern.to_string(),
-        density,
-        nnzb,
-        ms,
-        tflops: ours,
-        dense_ms,
-        dense_tflops,
-        ratio_to_dense: ours / dense_tflops,
-        speedup: dense_ms / ms,
-        vs_plain: None,
-        peer_tflops: None,
-        peer_tuned_tflops: None,
-        ours_over_tuned: None,
-        peer_case: None,
+}
+
+impl CaseInfo<'_> {
+    /// A result row: `op` ran `kernel` in `ms`.
+    fn row(&self, op: String, kernel: String, ms: f64) -> Row {
+        let (batch, m, n, k) = self.shape;
+        let dense_tflops = tflops(2.0 * (batch * m * n * k) as f64, self.dense_ms);
+        let ours = tflops(self.flops, ms);
+        Row {
+            op,
+            dtype: self.dtype.to_string(),
+            m,
+            n,
+            k,
+            batch,
+            block: self.bs,
+            kernel,
+            pattern: self.pattern.to_string(),
+            density: self.density,
+            nnzb: self.nnzb,
+            ms,
+            tflops: ours,
+            dense_ms: self.dense_ms,
+            dense_tflops,
+            ratio_to_dense: ours / dense_tflops,
+            speedup: self.dense_ms / ms,
+            vs_plain: None,
+            peer_tflops: None,
+            peer_tuned_tflops: None,
+            ours_over_tuned: None,
+            peer_case: None,
+        }
     }
 }
 
@@ -391,7 +397,8 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
                     choices.extend(args.groups.iter().map(|&g| (format!("spmm G{g}"), PlanOptions { n_tile_group: Some(g) })));
                     for (label, opts) in choices {
                         let (ms, kernel) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
-                        let mut r = row(label.clone(), dt, (1, m, n, k), bs, &pattern, density, nnzb, kernel, ms, flops, dense_ms);
+                        let info = CaseInfo { dtype: dt, shape: (1, m, n, k), bs, pattern: &pattern, density, nnzb, flops, dense_ms };
+                        let mut r = info.row(label.clone(), kernel, ms);
                         if pattern == "uniform" && label == "spmm" {
                             r.peer_case =
                                 Some(peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune && density == args.densities[0]));
@@ -411,25 +418,14 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
             let nnzb = mask.iter().filter(|&&x| x).count();
             let a = b.bsr(1, m, k, bs, &mask)?;
             let flops = 2.0 * (nnzb * bs * bs * n) as f64;
+            let info = CaseInfo { dtype: dt, shape: (1, m, n, k), bs, pattern: "uniform", density, nnzb, flops, dense_ms };
             let (plain, _) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &PlanOptions::default(), false)?;
             for op_a in [Transpose::No, Transpose::Yes] {
                 for bl in [Layout::RowMajor, Layout::ColMajor] {
                     for cl in [Layout::RowMajor, Layout::ColMajor] {
                         bar.set_message(format!("{dt} spmm A{} B{} C{} b{bs}", t(op_a), short(bl), short(cl)));
                         let (ms, kernel) = b.spmm(&a, op_a, bl, cl, n, &PlanOptions::default(), false)?;
-                        let mut r = row(
-                            format!("spmm A{} B{} C{}", t(op_a), short(bl), short(cl)),
-                            dt,
-                            (1, m, n, k),
-                            bs,
-                            "uniform",
-                            density,
-                            nnzb,
-                            kernel,
-                            ms,
-                            flops,
-                            dense_ms,
-                        );
+                        let mut r = info.row(format!("spmm A{} B{} C{}", t(op_a), short(bl), short(cl)), kernel, ms);
                         r.vs_plain = Some(ms / plain);
                         // PyTorch on the two single-transpose forms (its plain form is the main row).
                         if cl == Layout::RowMajor && (op_a == Transpose::Yes) != (bl == Layout::ColMajor) {
@@ -444,43 +440,20 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
                 for op_a in [Transpose::No, Transpose::Yes] {
                     bar.set_message(format!("{dt} dense x sparse X{} A{} b{bs}", short(xl), t(op_a)));
                     let (ms, kernel) = b.dense_sparse(&a, xl, op_a, m)?;
-                    let mut r = row(
-                        format!("dxs X{} A{} CR", short(xl), t(op_a)),
-                        dt,
-                        (1, m, n, k),
-                        bs,
-                        "uniform",
-                        density,
-                        nnzb,
-                        kernel,
-                        ms,
-                        flops,
-                        dense_ms,
-                    );
+                    let mut r = info.row(format!("dxs X{} A{} CR", short(xl), t(op_a)), kernel, ms);
                     r.vs_plain = Some(ms / plain);
                     rows.push(r);
                 }
             }
             // SDDMM at the same pattern (C is (m, k) here: X (m, n), Y (n, k) with n as K).
             let mut c = b.ctx.zeros_bsr_like::<T, T>(&a, 1).map_err(err)?;
-            let sflops = 2.0 * (nnzb * bs * bs * n) as f64;
+            // The same flops: (m, k) at the pattern, K = n.
+            let sinfo = CaseInfo { shape: (1, m, k, n), ..info };
             for xl in [Layout::RowMajor, Layout::ColMajor] {
                 for yl in [Layout::RowMajor, Layout::ColMajor] {
                     bar.set_message(format!("{dt} sddmm X{} Y{} b{bs}", short(xl), short(yl)));
                     let (ms, kernel) = b.sddmm(&mut c, xl, yl, n)?;
-                    let mut r = row(
-                        format!("sddmm X{} Y{}", short(xl), short(yl)),
-                        dt,
-                        (1, m, k, n),
-                        bs,
-                        "uniform",
-                        density,
-                        nnzb,
-                        kernel,
-                        ms,
-                        sflops,
-                        dense_ms,
-                    );
+                    let mut r = sinfo.row(format!("sddmm X{} Y{}", short(xl), short(yl)), kernel, ms);
                     // PyTorch on the attention (Q·Kᵀ) and weight-gradient (dyᵀ·x) forms.
                     if xl != yl {
                         r.peer_case = Some(peer("sddmm", bs, density, 1, (m, k, n), xl == Layout::ColMajor, yl == Layout::ColMajor, false));
@@ -502,12 +475,13 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
             let a = b.bsr(batch, s, s, bs, &mask)?;
             let flops = 2.0 * (batch * nnzb * bs * bs * s) as f64;
             let (ms, kernel) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, s, &PlanOptions::default(), false)?;
-            let mut r = row("spmm batched".into(), dt, (batch, s, s, s), bs, "uniform", density, nnzb, kernel, ms, flops, dense_ms);
+            let info = CaseInfo { dtype: dt, shape: (batch, s, s, s), bs, pattern: "uniform", density, nnzb, flops, dense_ms };
+            let mut r = info.row("spmm batched".into(), kernel, ms);
             r.peer_case = Some(peer("spmm", bs, density, batch, (s, s, s), false, false, false));
             rows.push(r);
             let mut c = b.ctx.zeros_bsr_like::<T, T>(&a, batch).map_err(err)?;
             let (ms, kernel) = b.sddmm(&mut c, Layout::RowMajor, Layout::ColMajor, s)?;
-            let mut r = row("sddmm batched XR YC".into(), dt, (batch, s, s, s), bs, "uniform", density, nnzb, kernel, ms, flops, dense_ms);
+            let mut r = info.row("sddmm batched XR YC".into(), kernel, ms);
             r.peer_case = Some(peer("sddmm", bs, density, batch, (s, s, s), false, true, false));
             rows.push(r);
             bar.inc(1);
