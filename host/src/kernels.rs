@@ -95,6 +95,22 @@ pub fn launch_shape(key: &KernelKey) -> (u32, u32) {
     }
 }
 
+/// The kernels of `arch`'s module that fit a device allowing `max_smem_optin` bytes of
+/// dynamic shared memory per block, and the others with the reason they are left out.
+pub fn select(arch: Arch, max_smem_optin: u32) -> (Vec<KernelEntry>, Vec<(KernelKey, String)>) {
+    let mut fit = Vec::new();
+    let mut skipped = Vec::new();
+    for e in entries().into_iter().filter(|e| arch.has(e.key.family)) {
+        let (_, smem) = launch_shape(&e.key);
+        if smem > max_smem_optin {
+            skipped.push((e.key, format!("{} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}", e.name)));
+        } else {
+            fit.push(e);
+        }
+    }
+    (fit, skipped)
+}
+
 /// A loaded kernel.
 #[derive(Clone)]
 pub struct Kernel {
@@ -125,14 +141,9 @@ impl Kernels {
     pub fn load(ctx: &Arc<CudaContext>, arch: Arch, max_smem_optin: u32) -> Result<Self> {
         let module = ctx.load_module(Ptx::from_src(arch.ptx()))?;
         let mut loaded = HashMap::new();
-        let mut skipped = Vec::new();
-        for e in entries().into_iter().filter(|e| arch.has(e.key.family)) {
+        let (fit, skipped) = select(arch, max_smem_optin);
+        for e in fit {
             let (threads, smem) = launch_shape(&e.key);
-            if smem > max_smem_optin {
-                skipped
-                    .push((e.key, format!("{} needs {smem} bytes of shared memory per block; the device allows {max_smem_optin}", e.name)));
-                continue;
-            }
             let func = module.load_function(e.name)?;
             if smem > 48 * 1024 {
                 func.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
@@ -159,5 +170,47 @@ impl Kernels {
     /// Whether `key` is loaded.
     pub fn has(&self, key: KernelKey) -> bool {
         self.loaded.contains_key(&key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernels a device of each compute capability loads, at its shared-memory limit per
+    /// block (`cudaDevAttrMaxSharedMemoryPerBlockOptin`): every portable kernel fits every one
+    /// of them, so every block shape runs; the Hopper kernels load on sm_90 only.
+    #[test]
+    fn every_block_shape_has_a_kernel_within_each_devices_limit() {
+        let devices = [
+            ("sm_80", Arch::Sm80, 163 * 1024),
+            ("sm_86", Arch::Sm80, 99 * 1024),
+            ("sm_89", Arch::Sm80, 99 * 1024),
+            ("sm_90", Arch::Sm90a, 227 * 1024),
+            ("sm_120", Arch::Sm80, 99 * 1024),
+        ];
+        for (name, arch, limit) in devices {
+            let (fit, skipped) = select(arch, limit);
+            assert!(skipped.is_empty(), "{name}: {skipped:?}");
+            for op in [OpKind::Spmm, OpKind::Sddmm] {
+                for tile in 0..MMA_TILES.len() {
+                    for input in [DType::F16, DType::Bf16] {
+                        for output in [DType::F16, DType::Bf16, DType::F32] {
+                            let key = KernelKey { op, family: KernelFamily::Portable, input, tile, output };
+                            assert!(fit.iter().any(|e| e.key == key), "{name}: no {key:?}");
+                        }
+                    }
+                }
+            }
+            let hopper = fit.iter().filter(|e| e.key.family == KernelFamily::Hopper).count();
+            assert_eq!(hopper > 0, arch == Arch::Sm90a, "{name}: Hopper kernels only in the sm_90a module");
+        }
+        // A device below a tile's needs loses exactly the kernels above its limit, with the
+        // reason.
+        let t64 = MMA_TILES[2].smem_bytes();
+        let (fit, skipped) = select(Arch::Sm80, t64 - 1);
+        assert!(!skipped.is_empty());
+        assert!(skipped.iter().all(|(k, why)| launch_shape(k).1 > t64 - 1 && why.contains("shared memory")));
+        assert!(fit.iter().all(|e| launch_shape(&e.key).1 < t64));
     }
 }
