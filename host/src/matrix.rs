@@ -72,6 +72,16 @@ impl MatShape {
         }
     }
 
+    /// Element offset of `(i, j)` of matrix `b` (unchecked; for shapes that passed
+    /// [`MatShape::check`]).
+    pub fn offset(&self, b: usize, i: usize, j: usize) -> usize {
+        let within = match self.layout {
+            Layout::RowMajor => i * self.ld + j,
+            Layout::ColMajor => j * self.ld + i,
+        };
+        b * self.batch_stride + within
+    }
+
     /// Elements one matrix spans: `(outer - 1) · ld + inner`.
     pub fn matrix_extent(&self) -> Result<usize> {
         let (inner, outer) = self.inner_outer();
@@ -332,13 +342,9 @@ impl Context {
         let all = self.stream().clone_dtoh(&m.buf)?;
         let mut out = Vec::with_capacity(checked_mul(checked_mul(s.batch, s.rows, "matrix elements")?, s.cols, "matrix elements")?);
         for b in 0..s.batch {
-            let base = b * s.batch_stride;
             for i in 0..s.rows {
                 for j in 0..s.cols {
-                    let at = match s.layout {
-                        Layout::RowMajor => base + i * s.ld + j,
-                        Layout::ColMajor => base + j * s.ld + i,
-                    };
+                    let at = s.offset(b, i, j);
                     out.push(all[at]);
                 }
             }
@@ -358,13 +364,9 @@ impl Context {
         let mut all = self.stream().clone_dtoh(&m.buf)?;
         let mut src = data.iter();
         for b in 0..s.batch {
-            let base = b * s.batch_stride;
             for i in 0..s.rows {
                 for j in 0..s.cols {
-                    let at = match s.layout {
-                        Layout::RowMajor => base + i * s.ld + j,
-                        Layout::ColMajor => base + j * s.ld + i,
-                    };
+                    let at = s.offset(b, i, j);
                     if let Some(v) = src.next() {
                         all[at] = *v;
                     }
