@@ -309,9 +309,11 @@ pub const fn wgmma_tile_index(tm: u32) -> Option<usize> {
 /// over the blocks `blk_begin..blk_end`.
 ///
 /// - SpMM: positions in the stream of A's blocks (row by row for A, column by column for Aᵀ);
-///   `n_tile` counts `tn`-wide tiles of C.
+///   `n_tile` counts `tn`-wide tiles of C; `k_begin`, `k_end` are 0 (the blocks are the K range).
 /// - SDDMM: C's blocks `blk_begin..blk_end` of block row `tile_row` (at most `tn / bn` of
-///   them), all computed over the full K; `n_tile` is unused.
+///   them), computed over K from `WG_K · k_begin` to `min(WG_K · k_end, K)`: the whole K, or one
+///   piece of it when the planner split the item (its partial tile then goes to a slot); `n_tile`
+///   is unused.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkItem {
@@ -328,13 +330,19 @@ pub struct WorkItem {
     pub partial_slot: u32,
     /// Matrix of the batch.
     pub batch: u32,
+    /// SDDMM: first K chunk of [`WG_K`] elements.
+    pub k_begin: u32,
+    /// SDDMM: one past the last K chunk.
+    pub k_end: u32,
 }
 
 /// Number of u32 words of a [`WorkItem`].
-pub const WORK_ITEM_WORDS: usize = 6;
+pub const WORK_ITEM_WORDS: usize = 8;
 
 /// An output tile whose K range was split over several work items: `n_slots` consecutive
 /// partial tiles starting at `first_slot`, summed in slot order (deterministic), then alpha/beta.
+/// The tile is `(tile_row, n_tile)` of a dense C (SpMM) or C's blocks `blk_begin..blk_end`
+/// (SDDMM).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SplitGroup {
@@ -348,10 +356,19 @@ pub struct SplitGroup {
     pub n_slots: u32,
     /// Matrix of the batch.
     pub batch: u32,
+    /// SDDMM: the tile's first block of C.
+    pub blk_begin: u32,
+    /// SDDMM: one past its last block.
+    pub blk_end: u32,
 }
 
 /// Number of u32 words of a [`SplitGroup`].
-pub const SPLIT_GROUP_WORDS: usize = 5;
+pub const SPLIT_GROUP_WORDS: usize = 7;
+
+const _: () = {
+    assert!(core::mem::size_of::<WorkItem>() == 4 * WORK_ITEM_WORDS);
+    assert!(core::mem::size_of::<SplitGroup>() == 4 * SPLIT_GROUP_WORDS);
+};
 
 /// What every op's kernel reads to find its work.
 #[repr(C)]
@@ -362,7 +379,7 @@ pub struct WorkParams {
     /// Persistent kernels: `(grid + 1,)` offsets; thread block `b` runs items
     /// `schedule[b] .. schedule[b + 1]`. Unused (0) by the one-block-per-item kernels.
     pub schedule: u64,
-    /// `(n_slots, tm, tn)` f32 split-K partial tiles (SpMM).
+    /// `(n_slots, tm, tn)` f32 split-K partial tiles.
     pub partials: u64,
 }
 
@@ -468,6 +485,30 @@ pub struct SddmmParams {
     pub beta: f32,
 }
 
+/// A block-sparse output (SDDMM): blocks of `(1 << bm_log2, 1 << bn_log2)` values, row-major,
+/// matrix `b`'s at `values + b · batch_stride`, scaled as `alpha · acc + beta · C`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockOut {
+    /// Element pointer of the values.
+    pub values: u64,
+    /// Elements between matrices of the batch.
+    pub batch_stride: u64,
+    /// log2 of the block height.
+    pub bm_log2: u32,
+    /// log2 of the block width.
+    pub bn_log2: u32,
+    /// Scale of the product.
+    pub alpha: f32,
+    /// Scale of the old values (not read when 0).
+    pub beta: f32,
+}
+
+/// Where a fix-up kernel writes: [`FixupParams::out`] (a dense C, SpMM).
+pub const FIXUP_TO_DENSE: u32 = 0;
+/// Where a fix-up kernel writes: [`FixupParams::blocks`] (C's blocks, SDDMM).
+pub const FIXUP_TO_BLOCKS: u32 = 1;
+
 /// Launch parameters of the split-K fix-up kernel (one thread block per [`SplitGroup`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -480,8 +521,14 @@ pub struct FixupParams {
     pub tm: u32,
     /// Columns of a partial tile.
     pub tn: u32,
-    /// C.
+    /// [`FIXUP_TO_DENSE`] or [`FIXUP_TO_BLOCKS`].
+    pub to: u32,
+    /// Padding (keeps the layout the same on host and device).
+    pub _pad: u32,
+    /// C, with [`FIXUP_TO_DENSE`].
     pub out: DenseOut,
+    /// C's blocks, with [`FIXUP_TO_BLOCKS`].
+    pub blocks: BlockOut,
 }
 
 /// Threads per block of the fix-up kernel.

@@ -17,11 +17,12 @@
 //!   L2.
 //!
 //! SDDMM ([`plan_blocks`]) runs one item per run of at most `per_item` blocks of a block row;
-//! every item costs the full K.
+//! every item costs the full K, so [`balance_full_k`] splits the K of the items that would run
+//! in a last, partly idle wave over all thread blocks (stream-K), with the same fix-up.
 //!
 //! [`schedule_persistent`] deals the items of either kind to a persistent grid.
 
-use blocksparse_abi::{MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WorkItem, WorkParams};
+use blocksparse_abi::{MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WORK_ITEM_WORDS, WorkItem, WorkParams};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
 
 use crate::error::{Error, Result};
@@ -113,16 +114,16 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
             let len = end - begin;
             let tile_row = r as u32;
             if len <= split_limit {
-                items.push(WorkItem { tile_row, n_tile: t, blk_begin: begin, blk_end: end, partial_slot: NO_SLOT, batch: b });
+                items.push(WorkItem { tile_row, n_tile: t, blk_begin: begin, blk_end: end, partial_slot: NO_SLOT, batch: b, ..Default::default() });
                 continue;
             }
             let chunks = len.div_ceil(split_limit);
-            groups.push(SplitGroup { tile_row, n_tile: t, first_slot: n_slots, n_slots: chunks, batch: b });
+            groups.push(SplitGroup { tile_row, n_tile: t, first_slot: n_slots, n_slots: chunks, batch: b, ..Default::default() });
             for c in 0..chunks {
                 // Near-equal chunks: chunk c covers [len*c/chunks, len*(c+1)/chunks).
                 let lo = begin + (len as u64 * c as u64 / chunks as u64) as u32;
                 let hi = begin + (len as u64 * (c + 1) as u64 / chunks as u64) as u32;
-                items.push(WorkItem { tile_row, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c, batch: b });
+                items.push(WorkItem { tile_row, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c, batch: b, ..Default::default() });
             }
             n_slots = n_slots.checked_add(chunks).ok_or(Error::Overflow { what: "split-K slots" })?;
         }
@@ -142,8 +143,10 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
 }
 
 /// Plans SDDMM: for each matrix and block row, its blocks in runs of at most `per_item`, row
-/// by row (the runs of one row, which read the same rows of X, run side by side).
-pub fn plan_blocks(row_ptr: &[u32], per_item: u32, batch: u32) -> Result<WorkList> {
+/// by row (the runs of one row, which read the same rows of X, run side by side), each over the
+/// whole K of `k_chunks` chunks. [`balance_full_k`] then splits the K of the items that would
+/// otherwise run in a last, partly idle wave.
+pub fn plan_blocks(row_ptr: &[u32], per_item: u32, batch: u32, k_chunks: u32) -> Result<WorkList> {
     let per_item = per_item.max(1);
     let rows = row_ptr.len().saturating_sub(1);
     let per_batch: u64 = (0..rows).map(|r| (row_ptr[r + 1] - row_ptr[r]).div_ceil(per_item) as u64).sum();
@@ -158,13 +161,137 @@ pub fn plan_blocks(row_ptr: &[u32], per_item: u32, batch: u32) -> Result<WorkLis
             let mut lo = begin;
             while lo < end {
                 let hi = lo.saturating_add(per_item).min(end);
-                items.push(WorkItem { tile_row: r as u32, n_tile: 0, blk_begin: lo, blk_end: hi, partial_slot: NO_SLOT, batch: b });
+                items.push(WorkItem {
+                    tile_row: r as u32,
+                    n_tile: 0,
+                    blk_begin: lo,
+                    blk_end: hi,
+                    partial_slot: NO_SLOT,
+                    batch: b,
+                    k_begin: 0,
+                    k_end: k_chunks,
+                });
                 lo = hi;
             }
         }
     }
     let max_item_blocks = items.iter().map(|i| i.blk_end - i.blk_begin).max().unwrap_or(0);
     Ok(WorkList { items, groups: Vec::new(), n_slots: 0, max_item_blocks, schedule: Vec::new() })
+}
+
+/// Smallest K piece, in chunks, worth splitting an item of a `(tm, tn)` tile into: twice the
+/// chunks whose operand bytes (`(tm + tn) · chunk · 2`) match the f32 partial tile's round trip
+/// (written by the piece, read back by the fix-up: `tm · tn · 8` bytes), so that a piece spends
+/// at most about a third of its traffic on the split.
+pub fn min_piece_chunks(tm: u32, tn: u32, chunk: u32) -> u32 {
+    let round_trip = tm as u64 * tn as u64 * 8;
+    let per_chunk = (tm as u64 + tn as u64) * chunk as u64 * 2;
+    (2 * round_trip.div_ceil(per_chunk.max(1))).clamp(2, u32::MAX as u64) as u32
+}
+
+/// Balances a plan whose items all cost the same `k_chunks` K chunks (SDDMM) over `grid`
+/// thread blocks resident at once. With `n` items, `n / grid` full waves run whole items; the
+/// rest would leave a last wave partly idle, so the K range of the items of that last stretch
+/// (the tail alone when it fills at most half a wave, else the tail and the last full wave) is
+/// cut into `grid` near-equal shares of chunks, one per thread block (stream-K), at least
+/// `min_piece` chunks each, snapped to item edges within half of that. An item cut into
+/// pieces becomes one [`SplitGroup`]: each piece writes an f32 partial tile to its slot, in K
+/// order, and the fix-up kernel sums them in slot order (bitwise reproducible).
+///
+/// Whole items go to thread block `i % grid` in plan order (the blocks resident at one time
+/// share rows of X), then each block's share. With `persistent`, `schedule` gets each block's
+/// range; otherwise the whole items are listed in plan order and the shares after them, block
+/// by block, for a one-block-per-item launch. The caller allocates the `n_slots` partial tiles.
+pub fn balance_full_k(work: &mut WorkList, k_chunks: u32, grid: u32, min_piece: u32, persistent: bool) -> Result<()> {
+    let g = grid.max(1) as u64;
+    let n = work.items.len() as u64;
+    let (full, tail) = (n / g, n % g);
+    let min_piece = min_piece.max(1) as u64;
+    let k = k_chunks as u64;
+    let region = if tail == 0 || k < 2 * min_piece {
+        0
+    } else if 2 * tail <= g || full == 0 {
+        tail
+    } else {
+        tail + g
+    };
+    let whole = (n - region) as usize;
+    // Per thread block: its whole items, and its share of the region.
+    let mut per_block: Vec<Vec<WorkItem>> = vec![Vec::new(); g as usize];
+    let mut shares: Vec<Vec<WorkItem>> = vec![Vec::new(); g as usize];
+    for (i, it) in work.items[..whole].iter().enumerate() {
+        per_block[i % g as usize].push(*it);
+    }
+    let mut groups = Vec::new();
+    let mut n_slots = 0u32;
+    if region > 0 {
+        let units = region * k;
+        let used = g.min(units / min_piece).max(1);
+        // Share boundaries in units (item `u / k`, chunk `u % k`), snapped to item edges.
+        let bounds: Vec<u64> = (0..=used)
+            .map(|c| {
+                let b = c * units / used;
+                let off = b % k;
+                if off != 0 && 2 * off < min_piece {
+                    b - off
+                } else if off != 0 && 2 * (k - off) < min_piece {
+                    b + (k - off)
+                } else {
+                    b
+                }
+            })
+            .collect();
+        // Pieces of each region item, in K order: (block, k_begin, k_end).
+        let mut pieces: Vec<Vec<(usize, u32, u32)>> = vec![Vec::new(); region as usize];
+        for c in 0..used as usize {
+            let (mut lo, hi) = (bounds[c], bounds[c + 1]);
+            while lo < hi {
+                let item = lo / k;
+                let end = ((item + 1) * k).min(hi);
+                pieces[item as usize].push((c, (lo - item * k) as u32, (end - item * k) as u32));
+                lo = end;
+            }
+        }
+        for (r, ps) in pieces.iter().enumerate() {
+            let base = work.items[whole + r];
+            if let [(c, _, _)] = ps[..] {
+                shares[c].push(base);
+                continue;
+            }
+            let count = u32::try_from(ps.len()).map_err(|_| Error::Overflow { what: "split-K slots" })?;
+            groups.push(SplitGroup {
+                tile_row: base.tile_row,
+                n_tile: base.n_tile,
+                first_slot: n_slots,
+                n_slots: count,
+                batch: base.batch,
+                blk_begin: base.blk_begin,
+                blk_end: base.blk_end,
+            });
+            for (j, &(c, k_begin, k_end)) in ps.iter().enumerate() {
+                shares[c].push(WorkItem { partial_slot: n_slots + j as u32, k_begin, k_end, ..base });
+            }
+            n_slots = n_slots.checked_add(count).ok_or(Error::Overflow { what: "split-K slots" })?;
+        }
+    }
+    let mut items = Vec::with_capacity(work.items.len() + shares.iter().map(Vec::len).sum::<usize>());
+    let mut schedule = Vec::new();
+    if persistent {
+        schedule.push(0);
+        for (list, share) in per_block.iter().zip(&shares) {
+            items.extend_from_slice(list);
+            items.extend_from_slice(share);
+            schedule.push(items.len() as u32);
+        }
+    } else {
+        items.extend_from_slice(&work.items[..whole]);
+        items.extend(shares.iter().flatten());
+    }
+    work.items = items;
+    work.groups = groups;
+    work.n_slots = n_slots;
+    work.schedule = schedule;
+    Ok(())
 }
 
 /// Cost of an SpMM item in the scheduler's units: its blocks, plus one for the epilogue (so
@@ -222,14 +349,18 @@ impl DeviceWork {
     /// main launch is a persistent grid of `schedule.len() - 1` blocks; otherwise one block per
     /// item.
     pub fn upload(stream: &std::sync::Arc<CudaStream>, work: &WorkList, tile_elems: usize) -> Result<Self> {
-        let flat_items: Vec<u32> =
-            work.items.iter().flat_map(|i| [i.tile_row, i.n_tile, i.blk_begin, i.blk_end, i.partial_slot, i.batch]).collect();
-        let items = stream.clone_htod(if flat_items.is_empty() { &[0u32; 6][..] } else { &flat_items })?;
+        let flat_items: Vec<u32> = work
+            .items
+            .iter()
+            .flat_map(|i| [i.tile_row, i.n_tile, i.blk_begin, i.blk_end, i.partial_slot, i.batch, i.k_begin, i.k_end])
+            .collect();
+        let items = stream.clone_htod(if flat_items.is_empty() { &[0u32; WORK_ITEM_WORDS][..] } else { &flat_items })?;
         let schedule = if work.schedule.is_empty() { None } else { Some(stream.clone_htod(&work.schedule)?) };
         let groups = if work.groups.is_empty() {
             None
         } else {
-            let flat: Vec<u32> = work.groups.iter().flat_map(|g| [g.tile_row, g.n_tile, g.first_slot, g.n_slots, g.batch]).collect();
+            let flat: Vec<u32> =
+                work.groups.iter().flat_map(|g| [g.tile_row, g.n_tile, g.first_slot, g.n_slots, g.batch, g.blk_begin, g.blk_end]).collect();
             Some(stream.clone_htod(&flat)?)
         };
         let partials = if work.n_slots == 0 {
@@ -442,10 +573,11 @@ mod tests {
             let rp = row_ptr_from_lens(&lens);
             for per_item in [1u32, 2, 8, 16] {
                 for batch in [1u32, 3] {
-                    let w = plan_blocks(&rp, per_item, batch).unwrap();
+                    let w = plan_blocks(&rp, per_item, batch, 5).unwrap();
                     let mut seen = vec![0u32; *rp.last().unwrap() as usize * batch as usize];
                     for it in &w.items {
                         assert!(it.blk_end > it.blk_begin && it.blk_end - it.blk_begin <= per_item);
+                        assert_eq!((it.k_begin, it.k_end, it.partial_slot), (0, 5, NO_SLOT), "whole K, direct store");
                         let r = it.tile_row as usize;
                         assert!(it.blk_begin >= rp[r] && it.blk_end <= rp[r + 1], "item stays in its row");
                         for q in it.blk_begin..it.blk_end {
@@ -465,6 +597,73 @@ mod tests {
         let n_tiles = (i32::MAX as u32).div_ceil(256);
         assert!(matches!(plan_rows(spec(&rp, n_tiles, 1, 132, 1)), Err(Error::TooLarge { .. })));
         assert!(matches!(plan_rows(spec(&rp, 1, u32::MAX, 132, 1)), Err(Error::TooLarge { .. })));
-        assert!(matches!(plan_blocks(&rp, 1, u32::MAX), Err(Error::TooLarge { .. })));
+        assert!(matches!(plan_blocks(&rp, 1, u32::MAX, 1), Err(Error::TooLarge { .. })));
+    }
+
+    /// `balance_full_k` keeps every item's K covered exactly once (pieces in K order in
+    /// consecutive slots, one group per split item), never lengthens the launch, and brings the
+    /// busiest thread block within one share (plus the snap) of the even split.
+    #[test]
+    fn balance_full_k_splits_the_last_wave_evenly() {
+        for (n, grid, k, min_piece) in [
+            (272u32, 132u32, 128u32, 12u32),
+            (565, 132, 128, 8),
+            (330, 132, 32, 8),
+            (264, 132, 128, 12),
+            (5, 132, 64, 8),
+            (100, 132, 64, 8),
+            (200, 132, 64, 8),
+            (7, 3, 9, 2),
+            (10, 4, 3, 2),
+            (1, 1, 100, 4),
+        ] {
+            for persistent in [true, false] {
+                let rp: Vec<u32> = (0..=n).collect();
+                let mut w = plan_blocks(&rp, 1, 1, k).unwrap();
+                let before = w.items.clone();
+                balance_full_k(&mut w, k, grid, min_piece, persistent).unwrap();
+                let ctx = format!("n {n} grid {grid} k {k} min {min_piece} persistent {persistent}");
+                // Coverage.
+                for orig in &before {
+                    let mut pieces: Vec<&WorkItem> = w.items.iter().filter(|i| i.blk_begin == orig.blk_begin).collect();
+                    pieces.sort_by_key(|i| i.k_begin);
+                    let mut at = 0;
+                    for p in &pieces {
+                        assert_eq!(p.k_begin, at, "{ctx}: contiguous pieces");
+                        assert!(p.k_end > p.k_begin, "{ctx}: no empty piece");
+                        at = p.k_end;
+                    }
+                    assert_eq!(at, k, "{ctx}: the whole K");
+                    if pieces.len() == 1 {
+                        assert_eq!(pieces[0].partial_slot, NO_SLOT, "{ctx}");
+                    } else {
+                        let g = w.groups.iter().find(|g| g.blk_begin == orig.blk_begin).expect("a group per split item");
+                        assert_eq!(g.n_slots as usize, pieces.len(), "{ctx}");
+                        for (j, p) in pieces.iter().enumerate() {
+                            assert_eq!(p.partial_slot, g.first_slot + j as u32, "{ctx}: slots in K order");
+                        }
+                    }
+                }
+                let slots: u32 = w.groups.iter().map(|g| g.n_slots).sum();
+                assert_eq!(slots, w.n_slots, "{ctx}");
+                if !persistent {
+                    assert!(w.schedule.is_empty());
+                    continue;
+                }
+                assert_eq!(w.schedule.len(), grid as usize + 1, "{ctx}");
+                assert_eq!(*w.schedule.last().unwrap() as usize, w.items.len(), "{ctx}");
+                let load = |b: usize| -> u64 {
+                    w.items[w.schedule[b] as usize..w.schedule[b + 1] as usize].iter().map(|i| (i.k_end - i.k_begin) as u64).sum()
+                };
+                let max = (0..grid as usize).map(load).max().unwrap();
+                let (n64, g64, k64) = (n as u64, grid as u64, k as u64);
+                assert!(max <= n64.div_ceil(g64) * k64, "{ctx}: never longer than whole items ({max})");
+                let even = (n64 * k64).div_ceil(g64);
+                if n % grid != 0 && k >= 2 * min_piece {
+                    let slack = k64.min(2 * min_piece as u64 + (n64 % g64) * k64 / g64 + k64 / 2);
+                    assert!(max <= even + slack, "{ctx}: busiest block {max}, even split {even}");
+                }
+            }
+        }
     }
 }

@@ -146,7 +146,7 @@ proptest! {
             let covered = w.items.iter().filter(|i| i.partial_slot == u32::MAX).count() as u128 + w.groups.len() as u128;
             prop_assert_eq!(covered, cells);
         }
-        let blocks = plan_blocks(&row_ptr, 8, batch);
+        let blocks = plan_blocks(&row_ptr, 8, batch, 1);
         let items = lens.iter().map(|&l| l.div_ceil(8) as u128).sum::<u128>() * batch as u128;
         if items > i32::MAX as u128 {
             assert_class!(blocks, Err(Error::TooLarge { .. }));

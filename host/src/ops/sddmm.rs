@@ -11,7 +11,10 @@
 
 use std::sync::Arc;
 
-use blocksparse_abi::{HopperParams, KernelFamily, OpKind, SddmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index};
+use blocksparse_abi::{
+    BlockOut, DenseOut, FIXUP_TO_BLOCKS, FixupParams, HopperParams, KernelFamily, OpKind, SddmmParams, WG_K, WGMMA_TILES, flags,
+    mma_tile_index, wgmma_tile_index,
+};
 
 use super::spmm::dense_map;
 use super::{TileChoice, check_dim, check_scalars, expect, expect_batch, to_u32};
@@ -22,14 +25,16 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch};
 use crate::matrix::{Layout, MatRef};
-use crate::plan::{DeviceWork, WorkList, plan_blocks, schedule_persistent};
+use crate::plan::{DeviceWork, WorkList, balance_full_k, min_piece_chunks, plan_blocks};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
 unsafe impl Params for SddmmParams {}
 
 /// A plan for SDDMM at one pattern, batch size and K: which thread block computes which run of
-/// C's blocks. Every product with that pattern, batch and K can reuse it.
+/// C's blocks over which part of K (runs that would leave the last wave of the GPU partly idle
+/// are split along K and summed by a fix-up kernel, in a fixed order), and the workspace of
+/// those partial sums. Every product with that pattern, batch and K can reuse it.
 pub struct SddmmPlan {
     pattern: Arc<Pattern>,
     k: usize,
@@ -87,13 +92,20 @@ impl Context {
                 tile: mma_tile_index(bm as u32).ok_or(Error::UnsupportedBlockSize { bm, bk: bn })?,
             },
         };
-        let (_, tn) = choice.shape();
-        let mut work = plan_blocks(&pat.row_ptr, tn / bn as u32, to_u32("batch", c.batch)?)?;
-        if choice.family == KernelFamily::Hopper {
-            // Every item costs the full K: deal them out in order.
-            schedule_persistent(&mut work, self.sm_count(), |_| 1);
-        }
-        let device = DeviceWork::upload(self.stream(), &work, 0)?;
+        let (tm, tn) = choice.shape();
+        let k_chunks = to_u32("K", k.div_ceil(WG_K as usize))?;
+        let mut work = plan_blocks(&pat.row_ptr, tn / bn as u32, to_u32("batch", c.batch)?, k_chunks)?;
+        let kernel = self.kernels.get(KernelKey {
+            op: OpKind::Sddmm,
+            family: choice.family,
+            input: DType::F16,
+            tile: choice.tile,
+            output: O::DTYPE,
+        })?;
+        let resident = self.resident_blocks(choice, kernel)?;
+        let persistent = choice.family == KernelFamily::Hopper;
+        balance_full_k(&mut work, k_chunks, resident, min_piece_chunks(tm, tn, WG_K), persistent)?;
+        let device = DeviceWork::upload(self.stream(), &work, (tm * tn) as usize)?;
         Ok(SddmmPlan { pattern: pat.clone(), k, batch: c.batch, choice, work, device })
     }
 
@@ -170,11 +182,19 @@ impl Context {
             alpha,
             beta,
         };
+        let blocks = BlockOut {
+            values: c_values,
+            batch_stride: c_stride as u64,
+            bm_log2: params.bm_log2,
+            bn_log2: params.bn_log2,
+            alpha,
+            beta,
+        };
         match choice.family {
             KernelFamily::Portable => {
                 // SAFETY: the parameter block is the kernel's; X, Y and C's values are live
                 // allocations of the checked shapes, guarded until the launch is queued; the
-                // plan's items index only C's blocks.
+                // plan's items index only C's blocks and its partial slots.
                 unsafe { launch(stream, kernel, plan.device.grid, params) }?;
             }
             KernelFamily::Hopper => {
@@ -187,6 +207,29 @@ impl Context {
                 // zeros).
                 unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
             }
+        }
+        if let Some((groups, _gg)) = plan.device.groups(stream) {
+            let (tm, tn) = choice.shape();
+            let fix = FixupParams {
+                partials: work.partials,
+                groups,
+                tm,
+                tn,
+                to: FIXUP_TO_BLOCKS,
+                _pad: 0,
+                out: DenseOut::default(),
+                blocks,
+            };
+            let fixup = self.kernels.get(KernelKey {
+                op: OpKind::Fixup,
+                family: KernelFamily::Portable,
+                input: DType::F16,
+                tile: 0,
+                output: O::DTYPE,
+            })?;
+            // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote (same
+            // stream, so after it) and writes the split runs of C's blocks.
+            unsafe { launch(stream, fixup, plan.device.n_groups, fix) }?;
         }
         Ok(())
     }

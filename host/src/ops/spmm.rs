@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    DenseOut, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    BlockOut, DenseOut, FIXUP_TO_DENSE, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -403,7 +403,8 @@ impl Context {
             }
         }
         if let Some((groups, _gg)) = plan.device.groups(stream) {
-            let fix = FixupParams { partials: work.partials, groups, tm: choice.shape().0, tn: choice.shape().1, out };
+            let (tm, tn) = choice.shape();
+            let fix = FixupParams { partials: work.partials, groups, tm, tn, to: FIXUP_TO_DENSE, _pad: 0, out, blocks: BlockOut::default() };
             let fixup = self.kernels.get(KernelKey {
                 op: OpKind::Fixup,
                 family: KernelFamily::Portable,

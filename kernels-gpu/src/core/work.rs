@@ -19,6 +19,8 @@ pub unsafe fn work_item(items: u64, index: u32) -> WorkItem {
             blk_end: ld_global_nc_u32(p.wrapping_add(3)),
             partial_slot: ld_global_nc_u32(p.wrapping_add(4)),
             batch: ld_global_nc_u32(p.wrapping_add(5)),
+            k_begin: ld_global_nc_u32(p.wrapping_add(6)),
+            k_end: ld_global_nc_u32(p.wrapping_add(7)),
         }
     }
 }

@@ -3,20 +3,25 @@
 //! `(bm, bn)` blocks, and the tile height is bm.
 //!
 //! A work item is block row `r` and a run of its blocks `q0..q1` (at most `tn / bn`), gathered
-//! side by side into one `(bm, tn)` tile, for matrix `b`:
+//! side by side into one `(bm, tn)` tile, for matrix `b`, over the K range `k0..k1` the plan
+//! gave it (`64 · k_begin .. min(64 · k_end, K)`):
 //! ```text
 //! for q in q0..q1, i in 0..bm, jj in 0..bn:
 //!     acc = 0
-//!     for k in 0..K:
+//!     for k in k0..k1:
 //!         acc += opX[b][r*bm + i][k] * opY[b][k][col_idx[q]*bn + jj]
-//!     values[b][q][i][jj] = alpha*acc + beta*values[b][q][i][jj]
+//!     if the item has no partial slot (its range is the whole K):
+//!         values[b][q][i][jj] = alpha*acc + beta*values[b][q][i][jj]
+//!     else:
+//!         partials[slot][i][(q - q0)*bn + jj] = acc       (summed by the fix-up kernel)
 //! ```
-//! The K axis is dense, cut into stages; k past K is zero-filled in both operands. Tile columns
-//! past the item's last block load a copy of its first block's columns and are not stored.
+//! The K axis is dense, cut into stages; k past the range is zero-filled in both operands. Tile
+//! columns past the item's last block load a copy of its first block's columns and are not
+//! stored.
 
-use blocksparse_abi::{MmaTile, SddmmParams, WorkItem};
+use blocksparse_abi::{MmaTile, NO_SLOT, SddmmParams, WG_K, WorkItem};
 
-use crate::core::epilogue::{BlockDest, store_strip};
+use crate::core::epilogue::{BlockDest, store_partial_strip, store_strip};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
@@ -32,11 +37,26 @@ fn dest<O: Output>(p: &SddmmParams, item: &WorkItem, row0: u32) -> BlockDest {
     BlockDest::blocks::<O>(values, item.blk_begin, item.blk_end - item.blk_begin, 1 << p.bm_log2, p.bn_log2, row0, p.alpha, p.beta)
 }
 
+/// The item's K range in elements: `64 · k_begin .. min(64 · k_end, K)`.
+#[inline(always)]
+fn k_range(p: &SddmmParams, item: &WorkItem) -> (u32, u32) {
+    (item.k_begin * WG_K, (item.k_end * WG_K).min(p.k))
+}
+
+/// The f32 partial tile of a split item (`tile_elems` elements per slot).
+#[inline(always)]
+fn partial_tile(p: &SddmmParams, item: &WorkItem, tile_elems: u32) -> *mut f32 {
+    (p.work.partials as *mut f32).wrapping_add(item.partial_slot as usize * tile_elems as usize)
+}
+
 /// A portable thread block's item: the block columns of its blocks sit in the block cache.
 #[derive(Clone, Copy)]
 pub struct PortableItem {
     item: WorkItem,
     cache: u32,
+    /// K range in elements.
+    k_lo: u32,
+    k_hi: u32,
 }
 
 impl PortableOp for Sddmm {
@@ -57,12 +77,13 @@ impl PortableOp for Sddmm {
             unsafe { st_shared_u32(cache + 4 * i, col) };
             i += t.threads();
         }
-        PortableItem { item, cache }
+        let (k_lo, k_hi) = k_range(p, &item);
+        PortableItem { item, cache, k_lo, k_hi }
     }
 
     #[inline(always)]
-    fn k_stages(p: &SddmmParams, _it: &PortableItem, t: MmaTile) -> u32 {
-        p.k.div_ceil(t.ks)
+    fn k_stages(_p: &SddmmParams, it: &PortableItem, t: MmaTile) -> u32 {
+        (it.k_hi - it.k_lo).div_ceil(t.ks)
     }
 
     #[inline(always)]
@@ -71,8 +92,8 @@ impl PortableOp for Sddmm {
         // chunk along M.
         let m0 = it.item.tile_row << p.bm_log2;
         let x = (p.x as *const u16).wrapping_add(it.item.batch as usize * p.x_batch_stride as usize);
-        let k = if A_MN { k0 + row } else { k0 + 8 * chunk };
-        if k >= p.k {
+        let k = it.k_lo + if A_MN { k0 + row } else { k0 + 8 * chunk };
+        if k >= it.k_hi {
             return (x as *const u8, 0);
         }
         // Strides through `opaque`: per-chunk row offsets stay out of the K loop's registers.
@@ -86,11 +107,11 @@ impl PortableOp for Sddmm {
         // MN-major (Y row-major): row = K, chunk along the tile's columns. K-major (Y stored
         // (N, K)): row = tile column, chunk along K.
         let y = (p.y as *const u16).wrapping_add(it.item.batch as usize * p.y_batch_stride as usize);
-        let (k, tcol) = if B_K { (k0 + 8 * chunk, row) } else { (k0 + row, 8 * chunk) };
+        let (k, tcol) = if B_K { (it.k_lo + k0 + 8 * chunk, row) } else { (it.k_lo + k0 + row, 8 * chunk) };
         // Per stage (`opaque`), so that the chunks' block columns are not all held in registers.
         let bn_log2 = opaque(p.bn_log2);
         let blk = tcol >> bn_log2;
-        if k >= p.k || blk >= it.item.blk_end - it.item.blk_begin {
+        if k >= it.k_hi || blk >= it.item.blk_end - it.item.blk_begin {
             return (y as *const u8, 0);
         }
         let col = (unsafe { ld_shared_u32(it.cache + 4 * blk) } << bn_log2) + (tcol & ((1 << bn_log2) - 1));
@@ -100,12 +121,21 @@ impl PortableOp for Sddmm {
     }
 
     #[inline(always)]
-    unsafe fn store<O: Output>(p: &SddmmParams, it: &PortableItem, _t: MmaTile, w: WarpTile, acc: &Acc) {
-        let d = dest::<O>(p, &it.item, w.row0);
-        let mut i = 0;
-        while i < w.mi {
-            unsafe { store_strip::<O, _, 8>(&d, 16 * i as u32, w.col0, w.lane, |j| acc[i][j]) };
-            i += 1;
+    unsafe fn store<O: Output>(p: &SddmmParams, it: &PortableItem, t: MmaTile, w: WarpTile, acc: &Acc) {
+        if it.item.partial_slot == NO_SLOT {
+            let d = dest::<O>(p, &it.item, w.row0);
+            let mut i = 0;
+            while i < w.mi {
+                unsafe { store_strip::<O, _, 8>(&d, 16 * i as u32, w.col0, w.lane, |j| acc[i][j]) };
+                i += 1;
+            }
+        } else {
+            let tile = partial_tile(p, &it.item, t.tm * t.tn);
+            let mut i = 0;
+            while i < w.mi {
+                unsafe { store_partial_strip::<8>(tile, t.tn, w.row0 + 16 * i as u32, w.col0, w.lane, |j| acc[i][j]) };
+                i += 1;
+            }
         }
     }
 }
@@ -115,40 +145,41 @@ mod hopper {
     use super::*;
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
-    use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams, flags};
+    use blocksparse_abi::{BOX, WG_M, WG_N, WgmmaTile, WorkParams, flags};
 
     /// B boxes of one stage at most (`tn / 64`).
     const MAX_BOXES: usize = 8;
 
     /// The producer's stream: every stage of an item loads the same tile rows of X and the
-    /// same gathered columns of Y, at the next 64 of K. The column of each B box is computed
-    /// when the item starts (once per `K / 64` stages).
+    /// same gathered columns of Y, at the next 64 of the item's K range. The column of each B
+    /// box is computed when the item starts.
     pub struct SddmmStages {
         items: ItemCursor,
         item: WorkItem,
         /// First op(Y) column of each B box: box j holds columns 64 j .. of the tile, i.e.
         /// part `j % (bn / 64)` of block `j / (bn / 64)` (the item's first block past its last).
         box_col: [u32; MAX_BOXES],
-        n_k: u32,
+        /// The next K chunk, and one past the item's last.
         kt: u32,
+        k_end: u32,
     }
 
     impl StageStream for SddmmStages {
         type Params = SddmmParams;
-        /// The K stage of the current item.
+        /// The K chunk (of 64) of the current item.
         type Stage = u32;
 
         #[inline(always)]
         unsafe fn new(_p: &SddmmParams, items: ItemCursor) -> Self {
-            SddmmStages { items, item: WorkItem::default(), box_col: [0; MAX_BOXES], n_k: 0, kt: 0 }
+            SddmmStages { items, item: WorkItem::default(), box_col: [0; MAX_BOXES], kt: 0, k_end: 0 }
         }
 
         #[inline(always)]
         unsafe fn next(&mut self, p: &SddmmParams) -> Option<u32> {
-            if self.kt >= self.n_k {
+            if self.kt >= self.k_end {
                 self.item = unsafe { self.items.next() }?;
-                self.n_k = <Sddmm as HopperOp>::k_stages(p, &self.item);
-                self.kt = 0;
+                self.kt = self.item.k_begin;
+                self.k_end = self.item.k_end;
                 let n = self.item.blk_end - self.item.blk_begin;
                 let col_idx = (p.col_idx as *const u32).wrapping_add(self.item.blk_begin as usize);
                 // Boxes per block: 1 << parts_log2 (bn = 64 or 128).
@@ -199,16 +230,21 @@ mod hopper {
         }
 
         #[inline(always)]
-        fn k_stages(p: &SddmmParams, _item: &WorkItem) -> u32 {
-            p.k.div_ceil(WG_K)
+        fn k_stages(_p: &SddmmParams, item: &WorkItem) -> u32 {
+            item.k_end - item.k_begin
         }
 
         #[inline(always)]
         unsafe fn store<O: Output>(p: &SddmmParams, item: &WorkItem, acc: &[f32; 128], c: &Consumer) {
             let (w, l) = (c.lt / 32, c.lt % 32);
-            let d = dest::<O>(p, item, c.wm * WG_M);
             let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
-            unsafe { store_strip::<O, _, 32>(&d, 16 * w, c.wn * WG_N, l, frag) };
+            if item.partial_slot == NO_SLOT {
+                let d = dest::<O>(p, item, c.wm * WG_M);
+                unsafe { store_strip::<O, _, 32>(&d, 16 * w, c.wn * WG_N, l, frag) };
+            } else {
+                let tile = partial_tile(p, item, c.t.tm * c.t.tn());
+                unsafe { store_partial_strip::<32>(tile, c.t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
+            }
         }
     }
 }
