@@ -533,6 +533,16 @@ pub struct FixupParams {
 
 /// Threads per block of the fix-up kernel.
 pub const FIXUP_THREADS: u32 = 256;
+/// Elements of a partial tile one fix-up thread block sums: four per thread (one 16-byte load
+/// per slot).
+pub const FIXUP_SPAN: u32 = 4 * FIXUP_THREADS;
+
+/// Thread blocks of the fix-up kernel per split group of a `(tm, tn)` tile: the group's tile is
+/// cut into spans of [`FIXUP_SPAN`] elements, so that a few groups with many slots still
+/// spread over the GPU.
+pub const fn fixup_parts(tm: u32, tn: u32) -> u32 {
+    (tm * tn).div_ceil(FIXUP_SPAN)
+}
 
 /// A Hopper kernel's parameter block: three `CUtensorMap`s (128 bytes each) and the op's own
 /// parameters. The build step declares this parameter 64-byte aligned, as TMA requires, and the

@@ -22,7 +22,7 @@
 //!
 //! [`schedule_persistent`] deals the items of either kind to a persistent grid.
 
-use blocksparse_abi::{MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WORK_ITEM_WORDS, WorkItem, WorkParams};
+use blocksparse_abi::{MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WORK_ITEM_WORDS, WorkItem, WorkParams, fixup_parts};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
 
 use crate::error::{Error, Result};
@@ -114,7 +114,15 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
             let len = end - begin;
             let tile_row = r as u32;
             if len <= split_limit {
-                items.push(WorkItem { tile_row, n_tile: t, blk_begin: begin, blk_end: end, partial_slot: NO_SLOT, batch: b, ..Default::default() });
+                items.push(WorkItem {
+                    tile_row,
+                    n_tile: t,
+                    blk_begin: begin,
+                    blk_end: end,
+                    partial_slot: NO_SLOT,
+                    batch: b,
+                    ..Default::default()
+                });
                 continue;
             }
             let chunks = len.div_ceil(split_limit);
@@ -123,7 +131,15 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
                 // Near-equal chunks: chunk c covers [len*c/chunks, len*(c+1)/chunks).
                 let lo = begin + (len as u64 * c as u64 / chunks as u64) as u32;
                 let hi = begin + (len as u64 * (c + 1) as u64 / chunks as u64) as u32;
-                items.push(WorkItem { tile_row, n_tile: t, blk_begin: lo, blk_end: hi, partial_slot: n_slots + c, batch: b, ..Default::default() });
+                items.push(WorkItem {
+                    tile_row,
+                    n_tile: t,
+                    blk_begin: lo,
+                    blk_end: hi,
+                    partial_slot: n_slots + c,
+                    batch: b,
+                    ..Default::default()
+                });
             }
             n_slots = n_slots.checked_add(chunks).ok_or(Error::Overflow { what: "split-K slots" })?;
         }
@@ -335,8 +351,8 @@ pub(crate) struct DeviceWork {
     partials: Option<CudaSlice<f32>>,
     /// Thread blocks of the main launch.
     pub grid: u32,
-    /// Split output tiles (thread blocks of the fix-up launch).
-    pub n_groups: u32,
+    /// Thread blocks of the fix-up launch (0 without split items).
+    pub fixup_grid: u32,
 }
 
 /// Guards of a [`DeviceWork`]'s buffers, held across the launches that read them.
@@ -345,10 +361,15 @@ pub(crate) struct WorkGuards<'a> {
 }
 
 impl DeviceWork {
-    /// Uploads `work` (and allocates `tile_elems` f32 per partial slot). With a schedule, the
-    /// main launch is a persistent grid of `schedule.len() - 1` blocks; otherwise one block per
-    /// item.
-    pub fn upload(stream: &std::sync::Arc<CudaStream>, work: &WorkList, tile_elems: usize) -> Result<Self> {
+    /// Uploads `work` for a `(tm, tn)` tile (and allocates a `(tm, tn)` f32 tile per partial
+    /// slot). With a schedule, the main launch is a persistent grid of `schedule.len() - 1`
+    /// blocks; otherwise one block per item.
+    pub fn upload(stream: &std::sync::Arc<CudaStream>, work: &WorkList, (tm, tn): (u32, u32)) -> Result<Self> {
+        let tile_elems = tm as usize * tn as usize;
+        let fixup_grid = work.groups.len() as u64 * fixup_parts(tm, tn) as u64;
+        if fixup_grid > MAX_ITEMS {
+            return Err(Error::TooLarge { what: "fix-up thread blocks", value: fixup_grid as usize });
+        }
         let flat_items: Vec<u32> = work
             .items
             .iter()
@@ -370,7 +391,7 @@ impl DeviceWork {
             Some(stream.alloc_zeros::<f32>(elems)?)
         };
         let grid = if work.schedule.is_empty() { work.items.len() } else { work.schedule.len() - 1 };
-        Ok(DeviceWork { items, schedule, groups, partials, grid: grid as u32, n_groups: work.groups.len() as u32 })
+        Ok(DeviceWork { items, schedule, groups, partials, grid: grid as u32, fixup_grid: fixup_grid as u32 })
     }
 
     /// The kernels' view of the work (pointers valid while the guards live).

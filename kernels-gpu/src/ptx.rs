@@ -184,6 +184,17 @@ pub unsafe fn ld_global_f32(p: *const f32) -> f32 {
     v
 }
 
+/// 16-byte global load of four f32 (`p` 16-byte aligned).
+#[inline(always)]
+pub unsafe fn ld_global_v4_f32(p: *const f32) -> [f32; 4] {
+    let (a, b, c, d): (f32, f32, f32, f32);
+    unsafe {
+        asm!("ld.global.v4.f32 {{{0},{1},{2},{3}}}, [{4}];", out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) p,
+            options(nostack, readonly))
+    };
+    [a, b, c, d]
+}
+
 #[inline(always)]
 pub unsafe fn st_global_f32(p: *mut f32, v: f32) {
     unsafe { asm!("st.global.f32 [{0}], {1};", in(reg64) p, in(reg32) v, options(nostack)) };

@@ -105,7 +105,7 @@ impl Context {
         let resident = self.resident_blocks(choice, kernel)?;
         let persistent = choice.family == KernelFamily::Hopper;
         balance_full_k(&mut work, k_chunks, resident, min_piece_chunks(tm, tn, WG_K), persistent)?;
-        let device = DeviceWork::upload(self.stream(), &work, (tm * tn) as usize)?;
+        let device = DeviceWork::upload(self.stream(), &work, (tm, tn))?;
         Ok(SddmmPlan { pattern: pat.clone(), k, batch: c.batch, choice, work, device })
     }
 
@@ -182,14 +182,8 @@ impl Context {
             alpha,
             beta,
         };
-        let blocks = BlockOut {
-            values: c_values,
-            batch_stride: c_stride as u64,
-            bm_log2: params.bm_log2,
-            bn_log2: params.bn_log2,
-            alpha,
-            beta,
-        };
+        let blocks =
+            BlockOut { values: c_values, batch_stride: c_stride as u64, bm_log2: params.bm_log2, bn_log2: params.bn_log2, alpha, beta };
         match choice.family {
             KernelFamily::Portable => {
                 // SAFETY: the parameter block is the kernel's; X, Y and C's values are live
@@ -210,16 +204,8 @@ impl Context {
         }
         if let Some((groups, _gg)) = plan.device.groups(stream) {
             let (tm, tn) = choice.shape();
-            let fix = FixupParams {
-                partials: work.partials,
-                groups,
-                tm,
-                tn,
-                to: FIXUP_TO_BLOCKS,
-                _pad: 0,
-                out: DenseOut::default(),
-                blocks,
-            };
+            let fix =
+                FixupParams { partials: work.partials, groups, tm, tn, to: FIXUP_TO_BLOCKS, _pad: 0, out: DenseOut::default(), blocks };
             let fixup = self.kernels.get(KernelKey {
                 op: OpKind::Fixup,
                 family: KernelFamily::Portable,
@@ -229,7 +215,7 @@ impl Context {
             })?;
             // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote (same
             // stream, so after it) and writes the split runs of C's blocks.
-            unsafe { launch(stream, fixup, plan.device.n_groups, fix) }?;
+            unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
         }
         Ok(())
     }

@@ -19,7 +19,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BlockOut, DenseOut, FIXUP_TO_DENSE, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    BlockOut, DenseOut, FIXUP_TO_DENSE, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags,
+    mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -208,7 +209,7 @@ impl Context {
         if choice.family == KernelFamily::Hopper {
             schedule_persistent(&mut work, resident, row_item_cost);
         }
-        let device = DeviceWork::upload(stream, &work, (tm32 * tn) as usize)?;
+        let device = DeviceWork::upload(stream, &work, (tm32, tn))?;
         Ok(SpmmPlan { pattern: pat.clone(), op_a, side, kernel_op, n, batch: a.batch, choice, work, device, transposed })
     }
 
@@ -404,7 +405,8 @@ impl Context {
         }
         if let Some((groups, _gg)) = plan.device.groups(stream) {
             let (tm, tn) = choice.shape();
-            let fix = FixupParams { partials: work.partials, groups, tm, tn, to: FIXUP_TO_DENSE, _pad: 0, out, blocks: BlockOut::default() };
+            let fix =
+                FixupParams { partials: work.partials, groups, tm, tn, to: FIXUP_TO_DENSE, _pad: 0, out, blocks: BlockOut::default() };
             let fixup = self.kernels.get(KernelKey {
                 op: OpKind::Fixup,
                 family: KernelFamily::Portable,
@@ -414,7 +416,7 @@ impl Context {
             })?;
             // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote and
             // writes the split tiles of C.
-            unsafe { launch(stream, fixup, plan.device.n_groups, fix) }?;
+            unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
         }
         Ok(())
     }
