@@ -288,7 +288,8 @@ fn cases() -> Vec<Case> {
         v.push(Op::Sddmm { x: R, y: C }, (256, 512, 112), (bm, bk), (F16, Bf16), Pattern::Uniform(0.4), (1.0, 0.0), 5);
         v.push(Op::Sddmm { x: C, y: R }, (512, 256, 64), (bm, bk), (Bf16, F32), Pattern::Skewed(0.3, 1, 0.5), (0.5, -1.0), 2);
         // Few runs over a long K: the plan splits their K over the GPU (partial tiles + fix-up).
-        v.push(Op::Sddmm { x: C, y: C }, (256, 384, 2064), (bm, bk), (F16, F16), Pattern::Uniform(0.5), (1.5, 0.5), 3);
+        v.push(Op::Sddmm { x: C, y: C }, (256, 384, 4112), (bm, bk), (F16, F16), Pattern::Uniform(0.5), (1.5, 0.5), 3);
+        v.push(Op::Sddmm { x: R, y: R }, (384, 256, 4096), (bm, bk), (Bf16, F32), Pattern::Skewed(0.3, 1, 0.5), (0.5, -1.0), 1);
     }
     v.0
 }

@@ -95,16 +95,12 @@ impl Context {
         let (tm, tn) = choice.shape();
         let k_chunks = to_u32("K", k.div_ceil(WG_K as usize))?;
         let mut work = plan_blocks(&pat.row_ptr, tn / bn as u32, to_u32("batch", c.batch)?, k_chunks)?;
-        let kernel = self.kernels.get(KernelKey {
-            op: OpKind::Sddmm,
-            family: choice.family,
-            input: DType::F16,
-            tile: choice.tile,
-            output: O::DTYPE,
-        })?;
-        let resident = self.resident_blocks(choice, kernel)?;
-        let persistent = choice.family == KernelFamily::Hopper;
-        balance_full_k(&mut work, k_chunks, resident, min_piece_chunks(tm, tn, WG_K), persistent)?;
+        if choice.family == KernelFamily::Hopper {
+            // Persistent, one thread block per SM: the plan decides which block runs what, and
+            // splits the K of an idle last wave. (One-block-per-item portable launches are left
+            // to the hardware's block scheduler: splitting them measured slower, perf notes v13.)
+            balance_full_k(&mut work, k_chunks, self.sm_count(), min_piece_chunks(tm, tn, WG_K))?;
+        }
         let device = DeviceWork::upload(self.stream(), &work, (tm, tn))?;
         Ok(SddmmPlan { pattern: pat.clone(), k, batch: c.batch, choice, work, device })
     }
