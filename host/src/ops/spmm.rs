@@ -16,12 +16,12 @@
 //! and positions), built once; the values are read in place, transposed on their way into the
 //! tensor cores.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use blocksparse_abi::{
     DenseOut, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::{CudaEvent, CudaSlice, DevicePtr};
 
 use super::{PlanOptions, TileChoice, Transpose, check_dim, check_scalars, expect, expect_batch, to_u32};
 use crate::context::Context;
@@ -49,8 +49,9 @@ enum Side {
 /// A plan for the products of one sparsity pattern (and batch size) with dense matrices of
 /// `N` columns (rows, for dense × sparse): the work list, the transposed pattern when the
 /// kernel streams Aᵀ, and the split-K workspace, uploaded once and reused for every product
-/// with that pattern (new values welcome). One plan serves one product at a time: its workspace
-/// is written by each launch.
+/// with that pattern (new values welcome). One plan serves one product at a time: its split-K
+/// workspace is written by each product, so a product queued on another stream (a context from
+/// [`Context::with_stream`]) waits for the previous product of the same plan.
 pub struct SpmmPlan {
     pattern: Arc<Pattern>,
     /// op(A) as the user wrote it.
@@ -66,6 +67,10 @@ pub struct SpmmPlan {
     device: DeviceWork,
     /// Aᵀ: per stream position, the block row (K-block index) and the block.
     transposed: Option<(CudaSlice<u32>, CudaSlice<u32>)>,
+    /// Recorded after the last product that used the split-K workspace (the write intent the
+    /// workspace's own guard cannot express through `&self`); its lock also serializes
+    /// products of this plan queued from several threads.
+    last_use: Mutex<Option<CudaEvent>>,
 }
 
 impl SpmmPlan {
@@ -209,7 +214,19 @@ impl Context {
             schedule_persistent(&mut work, resident, row_item_cost);
         }
         let device = DeviceWork::upload(stream, &work, (tm32 * tn) as usize)?;
-        Ok(SpmmPlan { pattern: pat.clone(), op_a, side, kernel_op, n, batch: a.batch, choice, work, device, transposed })
+        Ok(SpmmPlan {
+            pattern: pat.clone(),
+            op_a,
+            side,
+            kernel_op,
+            n,
+            batch: a.batch,
+            choice,
+            work,
+            device,
+            transposed,
+            last_use: Mutex::new(None),
+        })
     }
 
     /// The kernel family for tile height `tm` and block K extent `kb`: wgmma + TMA on the Hopper
@@ -334,8 +351,16 @@ impl Context {
         if cs.layout == Layout::ColMajor {
             fl |= flags::C_COL_MAJOR;
         }
-        // Device addresses, their guards held until the launches are queued (so that cudarc
-        // orders later work on other streams after our reads and writes).
+        // The split-K workspace: after the previous product of this plan, wherever it was queued.
+        let mut last_use = plan.last_use.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let split = plan.device.n_groups > 0;
+        if split && let Some(previous) = last_use.as_ref() {
+            stream.wait(previous)?;
+        }
+        // Device addresses, their guards held until the launches (the fix-up's included) are
+        // queued: read intent (`DevicePtr`) for A, op(B) and the plan, write intent
+        // (`DevicePtrMut`) for C, so that cudarc orders later work on other streams after our
+        // reads and writes.
         let (work, _work_guards) = plan.device.params(stream);
         let (a_values, _ga) = a.values_ptr(stream);
         let (kidx, _gk) = match &plan.transposed {
@@ -414,6 +439,14 @@ impl Context {
             // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote and
             // writes the split tiles of C.
             unsafe { launch(stream, fixup, plan.device.n_groups, fix) }?;
+        }
+        if split {
+            let event = match last_use.take() {
+                Some(event) => event,
+                None => self.cuda().new_event(None)?,
+            };
+            event.record(stream)?;
+            *last_use = Some(event);
         }
         Ok(())
     }
