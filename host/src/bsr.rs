@@ -15,6 +15,7 @@ use rayon::prelude::*;
 
 use crate::element::Element;
 use crate::error::{Error, Result};
+use crate::index::{BsrIndex, to_u32_indices};
 
 /// The shape of one dense block: `bm` rows by `bk` columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -99,7 +100,7 @@ pub struct BsrParts<T> {
 
 /// Checks the block shape and the matrix dimensions (the first four steps of
 /// [`Bsr::from_parts`]'s validation). Returns `(block_rows, block_cols)`.
-fn check_shape(nrows: usize, ncols: usize, block: BlockShape) -> Result<(usize, usize)> {
+pub(crate) fn check_shape(nrows: usize, ncols: usize, block: BlockShape) -> Result<(usize, usize)> {
     block.validate()?;
     if nrows == 0 {
         return Err(Error::ZeroDimension { what: "rows" });
@@ -125,11 +126,60 @@ fn check_shape(nrows: usize, ncols: usize, block: BlockShape) -> Result<(usize, 
 
 /// `nnzb * bm * bk`, checked: `nnzb` must fit the kernels' 32-bit block indices and the
 /// element count must fit `usize`.
-fn values_len(nnzb: usize, block: BlockShape) -> Result<usize> {
+pub(crate) fn values_len(nnzb: usize, block: BlockShape) -> Result<usize> {
     if nnzb > u32::MAX as usize {
         return Err(Error::TooLarge { what: "blocks", value: nnzb });
     }
     nnzb.checked_mul(block.elems()).ok_or(Error::TooLarge { what: "values", value: nnzb })
+}
+
+/// Validates a pattern as [`Bsr::from_parts`] does (everything but the values) and returns its
+/// number of blocks.
+pub(crate) fn check_pattern(nrows: usize, ncols: usize, block: BlockShape, row_ptr: &[u32], col_idx: &[u32]) -> Result<usize> {
+    let (block_rows, block_cols) = check_shape(nrows, ncols, block)?;
+    let nnzb = col_idx.len();
+    if nnzb > u32::MAX as usize {
+        return Err(Error::TooLarge { what: "blocks", value: nnzb });
+    }
+    let expected_ptr = block_rows + 1;
+    if row_ptr.len() != expected_ptr {
+        return Err(Error::RowPtrLength { expected: expected_ptr, got: row_ptr.len() });
+    }
+    // Non-empty: checked just above.
+    let first = row_ptr.first().copied().unwrap_or(0) as usize;
+    if first != 0 {
+        return Err(Error::RowPtrStart { got: first });
+    }
+    for (row, w) in row_ptr.windows(2).enumerate() {
+        if w[0] > w[1] {
+            return Err(Error::RowPtrNotMonotone { row, start: w[0] as usize, end: w[1] as usize });
+        }
+    }
+    let last = row_ptr.last().copied().unwrap_or(0) as usize;
+    if last != nnzb {
+        return Err(Error::RowPtrEnd { expected: nnzb, got: last });
+    }
+    for (row, w) in row_ptr.windows(2).enumerate() {
+        // In bounds: row_ptr is monotone and ends at col_idx.len().
+        let cols = col_idx.get(w[0] as usize..w[1] as usize).unwrap_or(&[]);
+        let mut prev: Option<usize> = None;
+        for &c in cols {
+            let col = c as usize;
+            if col >= block_cols {
+                return Err(Error::ColumnOutOfRange { row, col, block_cols });
+            }
+            if let Some(prev) = prev {
+                if col == prev {
+                    return Err(Error::DuplicateColumn { row, col });
+                }
+                if col < prev {
+                    return Err(Error::ColumnsUnsorted { row, prev, col });
+                }
+            }
+            prev = Some(col);
+        }
+    }
+    Ok(nnzb)
 }
 
 impl<T: Element> Bsr<T> {
@@ -138,54 +188,30 @@ impl<T: Element> Bsr<T> {
     /// `row_ptr`'s length, start, monotonicity and end, each block row's column indices
     /// (in range, strictly increasing), and the length of `values`.
     pub fn from_parts(nrows: usize, ncols: usize, block: BlockShape, row_ptr: Vec<u32>, col_idx: Vec<u32>, values: Vec<T>) -> Result<Self> {
-        let (block_rows, block_cols) = check_shape(nrows, ncols, block)?;
-        let nnzb = col_idx.len();
-        if nnzb > u32::MAX as usize {
-            return Err(Error::TooLarge { what: "blocks", value: nnzb });
-        }
-        let expected_ptr = block_rows + 1;
-        if row_ptr.len() != expected_ptr {
-            return Err(Error::RowPtrLength { expected: expected_ptr, got: row_ptr.len() });
-        }
-        // Non-empty: checked just above.
-        let first = row_ptr.first().copied().unwrap_or(0) as usize;
-        if first != 0 {
-            return Err(Error::RowPtrStart { got: first });
-        }
-        for (row, w) in row_ptr.windows(2).enumerate() {
-            if w[0] > w[1] {
-                return Err(Error::RowPtrNotMonotone { row, start: w[0] as usize, end: w[1] as usize });
-            }
-        }
-        let last = row_ptr.last().copied().unwrap_or(0) as usize;
-        if last != nnzb {
-            return Err(Error::RowPtrEnd { expected: nnzb, got: last });
-        }
-        for (row, w) in row_ptr.windows(2).enumerate() {
-            // In bounds: row_ptr is monotone and ends at col_idx.len().
-            let cols = col_idx.get(w[0] as usize..w[1] as usize).unwrap_or(&[]);
-            let mut prev: Option<usize> = None;
-            for &c in cols {
-                let col = c as usize;
-                if col >= block_cols {
-                    return Err(Error::ColumnOutOfRange { row, col, block_cols });
-                }
-                if let Some(prev) = prev {
-                    if col == prev {
-                        return Err(Error::DuplicateColumn { row, col });
-                    }
-                    if col < prev {
-                        return Err(Error::ColumnsUnsorted { row, prev, col });
-                    }
-                }
-                prev = Some(col);
-            }
-        }
+        let nnzb = check_pattern(nrows, ncols, block, &row_ptr, &col_idx)?;
         let expected_values = values_len(nnzb, block)?;
         if values.len() != expected_values {
             return Err(Error::ValuesLength { expected: expected_values, got: values.len() });
         }
         Ok(Self { nrows, ncols, block, row_ptr, col_idx, values })
+    }
+
+    /// As [`Bsr::from_parts`], with index arrays of any [`BsrIndex`] type: PyTorch's int64
+    /// `crow_indices` / `col_indices`, scipy's int32 `indptr` / `indices`. Each entry is
+    /// converted first ([`Error::NegativeIndex`], [`Error::TooLarge`] above `u32::MAX`), then
+    /// everything is validated as [`Bsr::from_parts`] does.
+    pub fn from_index_arrays<I: BsrIndex>(
+        nrows: usize,
+        ncols: usize,
+        block: BlockShape,
+        row_ptr: &[I],
+        col_idx: &[I],
+        values: Vec<T>,
+    ) -> Result<Self> {
+        check_shape(nrows, ncols, block)?;
+        let row_ptr = to_u32_indices("row_ptr", row_ptr)?;
+        let col_idx = to_u32_indices("col_idx", col_idx)?;
+        Self::from_parts(nrows, ncols, block, row_ptr, col_idx, values)
     }
 
     /// A matrix with no stored blocks (all zeros).

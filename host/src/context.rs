@@ -1,6 +1,20 @@
 //! The [`Context`]: one GPU, the stream every operation is ordered on, the loaded kernels and
 //! the device limits the planners read. Data movement lives with the types it moves
 //! ([`crate::matrix`], [`crate::device_bsr`]); products with their ops ([`crate::ops`]).
+//!
+//! # Streams
+//!
+//! Every call of a context (uploads, downloads, plans, products) is queued on **its** stream,
+//! [`Context::stream`]: the device's legacy default stream for [`Context::new`] and
+//! [`Context::with_path`], the caller's stream for [`Context::from_stream`] and
+//! [`Context::with_stream`] (which shares the loaded kernels: one context per stream costs
+//! nothing). Device buffers are accessed through cudarc's guards (`DevicePtr` for what a
+//! launch reads, `DevicePtrMut` for what it writes) held until the launches are queued, so
+//! when cudarc manages stream synchronization (it does once the process has made a stream of
+//! its own, e.g. with `CudaContext::new_stream`, unless event tracking was turned off), work
+//! queued later on any other stream that reads an output waits for the product that writes
+//! it, and a product waits for earlier writes of its inputs and earlier reads and writes of
+//! its outputs. Downloads (`download_matrix`, `download_values`) return once the copy is done.
 
 use std::sync::Arc;
 
@@ -34,11 +48,12 @@ impl core::str::FromStr for KernelPath {
     }
 }
 
-/// A GPU, its stream and the loaded kernels. Everything the library launches goes through one.
+/// A GPU, its stream and the loaded kernels. Everything the library launches goes through one,
+/// on the context's stream (see the [module docs](self)).
 pub struct Context {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    pub(crate) kernels: Kernels,
+    pub(crate) kernels: Arc<Kernels>,
     name: String,
     compute_capability: (i32, i32),
     sm_count: u32,
@@ -59,7 +74,8 @@ impl Context {
     }
 
     /// Opens device `ordinal`, forcing a kernel path. Errors (never panics) without a driver or
-    /// device, or when the device cannot run the requested path.
+    /// device, or when the device cannot run the requested path. The context runs on the
+    /// device's legacy default stream.
     pub fn with_path(ordinal: usize, path: KernelPath) -> Result<Self> {
         if !driver_present() {
             return Err(Error::NoDevice("the NVIDIA driver library (libcuda) could not be loaded".into()));
@@ -69,6 +85,22 @@ impl Context {
             return Err(Error::NoDevice(format!("device {ordinal} requested, {count} present")));
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoDevice(e.to_string()))?;
+        Self::from_stream(ctx.default_stream(), path)
+    }
+
+    /// A context on the caller's `stream` (of any cudarc context), with the kernels of `path`
+    /// for its device loaded: every call of the returned context is queued on `stream`.
+    /// Errors as [`Context::with_path`].
+    ///
+    /// ```no_run
+    /// # fn main() -> blocksparse::Result<()> {
+    /// use blocksparse::{Context, KernelPath, cudarc::driver::CudaContext};
+    /// let cuda = CudaContext::new(0)?;
+    /// let ctx = Context::from_stream(cuda.new_stream()?, KernelPath::Auto)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn from_stream(stream: Arc<CudaStream>, path: KernelPath) -> Result<Self> {
+        let ctx = stream.context().clone();
         let compute_capability = ctx.compute_capability()?;
         let name = ctx.name()?;
         let sm_count = ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
@@ -92,9 +124,19 @@ impl Context {
                 )));
             }
         };
-        let kernels = Kernels::load(&ctx, arch, max_smem_optin)?;
-        let stream = ctx.default_stream();
+        let kernels = Arc::new(Kernels::load(&ctx, arch, max_smem_optin)?);
         Ok(Context { ctx, stream, kernels, name, compute_capability, sm_count, l2_bytes })
+    }
+
+    /// This context's device and kernels on another `stream`, which must belong to the same
+    /// cudarc context ([`Error::DeviceMismatch`] otherwise). Nothing is loaded again; plans,
+    /// matrices and BSR values made by either context serve both (one product at a time per
+    /// plan: a plan used on several streams orders each product after the previous one).
+    pub fn with_stream(&self, stream: Arc<CudaStream>) -> Result<Self> {
+        if stream.context() != &self.ctx {
+            return Err(Error::DeviceMismatch { what: "the stream", expected: self.ctx.ordinal(), got: stream.context().ordinal() });
+        }
+        Ok(Context { ctx: self.ctx.clone(), stream, kernels: self.kernels.clone(), name: self.name.clone(), ..*self })
     }
 
     /// The device's name.
@@ -117,7 +159,7 @@ impl Context {
     pub fn arch(&self) -> Arch {
         self.kernels.arch
     }
-    /// The stream every operation of this context is ordered on.
+    /// The stream every operation of this context is queued on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }

@@ -177,6 +177,27 @@ pub enum Error {
         /// The multiple it must be of.
         align: usize,
     },
+    /// A device buffer's address is not aligned as the kernels need (16 bytes: a view that
+    /// starts inside an allocation must start at a multiple of 8 elements of 2 bytes).
+    #[error("{what} starts at device address {address:#x}, which is not a multiple of {align} bytes")]
+    Misaligned {
+        /// What the value is.
+        what: &'static str,
+        /// The buffer's device address.
+        address: u64,
+        /// The alignment required, in bytes.
+        align: usize,
+    },
+    /// An index array holds a negative entry (PyTorch and scipy index arrays are signed).
+    #[error("{what}[{position}] = {value} is negative")]
+    NegativeIndex {
+        /// Which array.
+        what: &'static str,
+        /// Position of the entry.
+        position: usize,
+        /// The entry.
+        value: i64,
+    },
     /// A size computation overflows the host's `usize` (the arguments describe more elements
     /// than any machine holds).
     #[error("{what} overflows the host's address range")]

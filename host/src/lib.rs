@@ -11,6 +11,13 @@
 //! or bf16 with f32 accumulation, outputs f16, bf16 or f32, and batches of matrices that share
 //! one pattern (heads, experts) in one launch.
 //!
+//! Every call of a [`Context`] is queued on its stream: the default stream, or the caller's
+//! ([`Context::from_stream`], [`Context::with_stream`]), with cudarc's read/write guards held
+//! across each launch so that work on other streams is ordered after it. Dense operands may be
+//! the caller's own device buffers ([`MatRef::new`], [`MatRef::from_view`], [`MatMut::new`],
+//! [`MatMut::from_view`]), and a BSR matrix may be built from parts already on the device with
+//! u32, i32 or i64 indices ([`Context::bsr_from_device`], [`Bsr::from_index_arrays`]).
+//!
 //! The kernels (`kernels-gpu/`) are compiled to PTX by rustc's NVPTX backend at build time and
 //! embedded here; the driver is loaded at run time, so the library builds on machines without
 //! CUDA and returns [`Error::NoDevice`] where there is no GPU.
@@ -42,6 +49,7 @@ pub mod context;
 pub mod device_bsr;
 pub mod element;
 pub mod error;
+pub mod index;
 pub mod kernels;
 mod launch;
 pub mod matrix;
@@ -55,6 +63,7 @@ pub use cudarc;
 pub use device_bsr::DeviceBsr;
 pub use element::{DType, Element, InputElement};
 pub use error::{Error, Result};
+pub use index::BsrIndex;
 pub use matrix::{DeviceMatrix, Layout, MatMut, MatRef, MatShape};
 pub use ops::sddmm::SddmmPlan;
 pub use ops::spmm::SpmmPlan;

@@ -7,9 +7,20 @@
 //! Element `(b, i, j)` of a view lies at `b · batch_stride + i · ld + j` (row-major) or
 //! `b · batch_stride + j · ld + i` (column-major). Leading dimensions and batch strides are
 //! multiples of 8 elements, so rows (columns) start 16-byte aligned.
+//!
+//! # The caller's buffers
+//!
+//! Views borrow device memory the caller owns, without a copy: [`MatRef::new`] /
+//! [`MatRef::from_view`] over a `&CudaSlice<T>` / `&CudaView<T>` for inputs, [`MatMut::new`] /
+//! [`MatMut::from_view`] over a `&mut CudaSlice<T>` / `CudaViewMut<T>` for outputs, each with a
+//! [`MatShape`] (rows, cols, ld, layout, and batch and batch stride). Each constructor checks,
+//! in this order, with a typed [`Error`]: non-zero dimensions, the leading dimension (at least
+//! the contiguous extent, a multiple of 8), the batch stride, that the buffer holds the whole
+//! batch, and a 16-byte aligned base address. The device is checked against the context's by
+//! each product, before anything is launched.
 
 use blocksparse_abi::LD_ALIGN;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 
 use crate::context::Context;
 use crate::element::Element;
@@ -56,6 +67,11 @@ impl MatShape {
     /// A single `(rows, cols)` matrix.
     pub fn new(rows: usize, cols: usize, ld: usize, layout: Layout) -> Self {
         MatShape { rows, cols, ld, layout, batch: 1, batch_stride: 0 }
+    }
+
+    /// The same matrix shape as a batch of `batch` matrices, `batch_stride` elements apart.
+    pub fn batched(self, batch: usize, batch_stride: usize) -> Self {
+        MatShape { batch, batch_stride, ..self }
     }
 
     /// The transpose: rows and columns swapped, layout flipped, the same memory.
@@ -138,9 +154,10 @@ impl<T: Element> DeviceMatrix<T> {
         Self::from_slice_batched(buf, MatShape::new(rows, cols, ld, layout))
     }
 
-    /// Wraps an existing allocation with any [`MatShape`] (batches included), validating it.
+    /// Wraps an existing allocation with any [`MatShape`] (batches included), validating it
+    /// as [`MatRef::new`] does.
     pub fn from_slice_batched(buf: CudaSlice<T>, shape: MatShape) -> Result<Self> {
-        shape.check("matrix", buf.len())?;
+        check_buffer("matrix", &shape, &buf)?;
         Ok(DeviceMatrix { buf, shape })
     }
 
@@ -178,11 +195,11 @@ impl<T: Element> DeviceMatrix<T> {
     }
     /// The matrix as a read view.
     pub fn view(&self) -> MatRef<'_, T> {
-        MatRef { buf: &self.buf, shape: self.shape }
+        MatRef { buf: ReadBuf::Slice(&self.buf), shape: self.shape }
     }
     /// The matrix as a write view.
     pub fn view_mut(&mut self) -> MatMut<'_, T> {
-        MatMut { buf: &mut self.buf, shape: self.shape }
+        MatMut { buf: WriteBuf::Slice(&mut self.buf), shape: self.shape }
     }
     /// Its transpose, as a read view of the same memory.
     pub fn t(&self) -> MatRef<'_, T> {
@@ -194,18 +211,77 @@ impl<T: Element> DeviceMatrix<T> {
     }
 }
 
-/// A borrowed read view of a dense device matrix (or batch).
+/// Checks `shape` over `buf` (see the [module docs](self)): the shape against its length, then
+/// its base address.
+fn check_buffer<T, B: DevicePtr<T>>(what: &'static str, shape: &MatShape, buf: &B) -> Result<()> {
+    shape.check(what, buf.len())?;
+    // The address through the buffer's own stream (in multi-stream mode this records a read of
+    // the buffer on that stream: a later write elsewhere waits for the work queued there now).
+    let (address, _guard) = buf.device_ptr(buf.stream());
+    check_aligned(what, address)
+}
+
+/// [`Error::Misaligned`] unless `address` is 16-byte aligned (what the kernels' 16-byte loads,
+/// `cp.async` and TMA need of every row start).
+fn check_aligned(what: &'static str, address: u64) -> Result<()> {
+    let align = 16;
+    if address.is_multiple_of(align as u64) { Ok(()) } else { Err(Error::Misaligned { what, address, align }) }
+}
+
+/// The memory behind a [`MatRef`]: a whole allocation or a cudarc view into one.
+#[derive(Clone, Copy)]
+pub(crate) enum ReadBuf<'a, T> {
+    Slice(&'a CudaSlice<T>),
+    View(&'a CudaView<'a, T>),
+}
+
+impl<T> ReadBuf<'_, T> {
+    /// The device the memory lives on.
+    pub(crate) fn ordinal(&self) -> usize {
+        match self {
+            ReadBuf::Slice(s) => s.ordinal(),
+            ReadBuf::View(v) => v.stream().context().ordinal(),
+        }
+    }
+}
+
+/// The memory behind a [`MatMut`]: a whole allocation or a cudarc view into one.
+pub(crate) enum WriteBuf<'a, T> {
+    Slice(&'a mut CudaSlice<T>),
+    View(CudaViewMut<'a, T>),
+}
+
+impl<T> WriteBuf<'_, T> {
+    /// The device the memory lives on.
+    pub(crate) fn ordinal(&self) -> usize {
+        match self {
+            WriteBuf::Slice(s) => s.ordinal(),
+            WriteBuf::View(v) => v.stream().context().ordinal(),
+        }
+    }
+}
+
+/// A borrowed read view of a dense device matrix (or batch): the input operands of every
+/// product. Made from a [`DeviceMatrix`] (`&m`, `m.view()`, `m.t()`) or from the caller's own
+/// device memory ([`MatRef::new`], [`MatRef::from_view`]), never copied.
 #[derive(Clone, Copy)]
 pub struct MatRef<'a, T> {
-    pub(crate) buf: &'a CudaSlice<T>,
+    pub(crate) buf: ReadBuf<'a, T>,
     pub(crate) shape: MatShape,
 }
 
 impl<'a, T: Element> MatRef<'a, T> {
-    /// A view of `buf` with the given shape (checked).
+    /// A view of the caller's allocation `buf` with the given shape, checked as the
+    /// [module docs](self) say.
     pub fn new(buf: &'a CudaSlice<T>, shape: MatShape) -> Result<Self> {
-        shape.check("matrix view", buf.len())?;
-        Ok(MatRef { buf, shape })
+        check_buffer("matrix view", &shape, buf)?;
+        Ok(MatRef { buf: ReadBuf::Slice(buf), shape })
+    }
+    /// A view of the caller's cudarc view (`slice.slice(range)`) with the given shape, checked
+    /// as [`MatRef::new`] (the start of the range must be 16-byte aligned).
+    pub fn from_view(view: &'a CudaView<'_, T>, shape: MatShape) -> Result<Self> {
+        check_buffer("matrix view", &shape, view)?;
+        Ok(MatRef { buf: ReadBuf::View(view), shape })
     }
     /// The transpose: the same memory read the other way.
     pub fn t(self) -> Self {
@@ -215,24 +291,36 @@ impl<'a, T: Element> MatRef<'a, T> {
     pub fn shape(&self) -> MatShape {
         self.shape
     }
-    /// Device address (with the read guard that keeps cudarc's stream ordering right while
-    /// held).
-    pub(crate) fn device_ptr(&self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
-        self.buf.device_ptr(stream)
+    /// Device address, with the read guard (`DevicePtr`: the stream waits for earlier writes,
+    /// and the read is recorded on it when the guard drops, after the launch is queued).
+    pub(crate) fn device_ptr<'s>(&'s self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
+        match &self.buf {
+            ReadBuf::Slice(s) => s.device_ptr(stream),
+            ReadBuf::View(v) => v.device_ptr(stream),
+        }
     }
 }
 
-/// A borrowed write view of a dense device matrix (or batch).
+/// A borrowed write view of a dense device matrix (or batch): the dense output of a product.
+/// Made from a [`DeviceMatrix`] (`&mut m`, `m.view_mut()`, `m.t_mut()`) or from the caller's own
+/// device memory ([`MatMut::new`], [`MatMut::from_view`]), never copied.
 pub struct MatMut<'a, T> {
-    pub(crate) buf: &'a mut CudaSlice<T>,
+    pub(crate) buf: WriteBuf<'a, T>,
     pub(crate) shape: MatShape,
 }
 
 impl<'a, T: Element> MatMut<'a, T> {
-    /// A view of `buf` with the given shape (checked). Matrices of a batch must not overlap.
+    /// A view of the caller's allocation `buf` with the given shape, checked as
+    /// [`MatRef::new`]. Matrices of a batch must not overlap (the batch stride is checked).
     pub fn new(buf: &'a mut CudaSlice<T>, shape: MatShape) -> Result<Self> {
-        shape.check("output view", buf.len())?;
-        Ok(MatMut { buf, shape })
+        check_buffer("output view", &shape, &*buf)?;
+        Ok(MatMut { buf: WriteBuf::Slice(buf), shape })
+    }
+    /// A view of the caller's cudarc view (`slice.slice_mut(range)`) with the given shape,
+    /// checked as [`MatMut::new`].
+    pub fn from_view(view: CudaViewMut<'a, T>, shape: MatShape) -> Result<Self> {
+        check_buffer("output view", &shape, &view)?;
+        Ok(MatMut { buf: WriteBuf::View(view), shape })
     }
     /// The transpose: the same memory written the other way.
     pub fn t(self) -> Self {
@@ -242,9 +330,14 @@ impl<'a, T: Element> MatMut<'a, T> {
     pub fn shape(&self) -> MatShape {
         self.shape
     }
-    /// Device address, with the write guard (records the write on the stream when dropped).
+    /// Device address, with the write guard (`DevicePtrMut`: the stream waits for earlier reads
+    /// and writes, and the write is recorded on it when the guard drops, after the launches
+    /// are queued).
     pub(crate) fn device_ptr_mut<'s>(&'s mut self, stream: &'s CudaStream) -> (u64, SyncOnDrop<'s>) {
-        self.buf.device_ptr_mut(stream)
+        match &mut self.buf {
+            WriteBuf::Slice(s) => s.device_ptr_mut(stream),
+            WriteBuf::View(v) => v.device_ptr_mut(stream),
+        }
     }
 }
 
@@ -397,6 +490,16 @@ mod tests {
             }
         }
         assert_eq!(p.iter().filter(|&&v| v == 0).count(), 45 - 30, "only the gaps are fill");
+    }
+
+    #[test]
+    fn base_addresses_must_be_16_byte_aligned() {
+        for address in [0u64, 16, 256, 0x7f00_0000_0010] {
+            assert!(check_aligned("m", address).is_ok(), "{address:#x}");
+        }
+        for address in [2u64, 8, 14, 0x7f00_0000_0008, u64::MAX] {
+            assert!(matches!(check_aligned("m", address), Err(Error::Misaligned { align: 16, address: a, .. }) if a == address));
+        }
     }
 
     #[test]

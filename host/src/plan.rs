@@ -23,7 +23,9 @@
 //! [`schedule_persistent`] deals the items of either kind to a persistent grid.
 
 use blocksparse_abi::{MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WORK_ITEM_WORDS, WorkItem, WorkParams, fixup_parts};
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
 
 use crate::error::{Error, Result};
 
@@ -359,6 +361,33 @@ pub(crate) struct DeviceWork {
     pub grid: u32,
     /// Thread blocks of the fix-up launch (0 without split items).
     pub fixup_grid: u32,
+    /// Recorded after the last product that used the split-K workspace (the write intent that
+    /// a guard taken through the plan's `&self` cannot express); its lock also serializes the
+    /// products of one plan queued from several threads.
+    last_use: Mutex<Option<CudaEvent>>,
+}
+
+/// One product's use of a plan's split-K workspace (see [`DeviceWork::workspace`]).
+pub(crate) struct WorkspaceUse<'a> {
+    last_use: MutexGuard<'a, Option<CudaEvent>>,
+    cuda: &'a Arc<CudaContext>,
+    stream: &'a Arc<CudaStream>,
+    split: bool,
+}
+
+impl WorkspaceUse<'_> {
+    /// Marks the workspace busy until the work queued so far on the stream is done.
+    pub fn release(mut self) -> Result<()> {
+        if self.split {
+            let event = match self.last_use.take() {
+                Some(event) => event,
+                None => self.cuda.new_event(None)?,
+            };
+            event.record(self.stream)?;
+            *self.last_use = Some(event);
+        }
+        Ok(())
+    }
 }
 
 /// Guards of a [`DeviceWork`]'s buffers, held across the launches that read them.
@@ -397,7 +426,19 @@ impl DeviceWork {
             Some(stream.alloc_zeros::<f32>(elems)?)
         };
         let grid = if work.schedule.is_empty() { work.items.len() } else { work.schedule.len() - 1 };
-        Ok(DeviceWork { items, schedule, groups, partials, grid: grid as u32, fixup_grid: fixup_grid as u32 })
+        Ok(DeviceWork { items, schedule, groups, partials, grid: grid as u32, fixup_grid: fixup_grid as u32, last_use: Mutex::new(None) })
+    }
+
+    /// Exclusive use of the split-K workspace for one product on `stream`: `stream` waits for
+    /// the previous product that used it (on whatever stream it was queued), and
+    /// [`WorkspaceUse::release`] marks it busy until this product's launches are done.
+    pub fn workspace<'a>(&'a self, cuda: &'a Arc<CudaContext>, stream: &'a Arc<CudaStream>) -> Result<WorkspaceUse<'a>> {
+        let last_use = self.last_use.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let split = self.fixup_grid > 0;
+        if split && let Some(previous) = last_use.as_ref() {
+            stream.wait(previous)?;
+        }
+        Ok(WorkspaceUse { last_use, cuda, stream, split })
     }
 
     /// The kernels' view of the work (pointers valid while the guards live).

@@ -100,6 +100,61 @@ proptest! {
         }
     }
 
+    /// `from_index_arrays` (int64 as PyTorch's, int32 as scipy's) reports a negative entry as
+    /// `NegativeIndex` and one above `u32::MAX` as `TooLarge` (row_ptr before col_idx, each at
+    /// its first bad position), and otherwise gives exactly what `from_parts` gives for the
+    /// same values as u32.
+    #[test]
+    fn index_arrays_convert_or_report_bad_entries(
+        rows in 1usize..5,
+        cols in 1usize..5,
+        ptr in proptest::collection::vec(prop_oneof![Just(-1i64), Just(i64::MIN), Just(1i64 << 32), 0i64..10], 0..7),
+        idx in proptest::collection::vec(prop_oneof![Just(-3i64), Just(u32::MAX as i64 + 1), Just(i64::MAX), 0i64..6], 0..10),
+        as_i32 in any::<bool>(),
+    ) {
+        let block = BlockShape::square(16);
+        let values = vec![f16::ONE; idx.len() * 256];
+        let got = if as_i32 {
+            let c = |v: &[i64]| v.iter().map(|&x| x.clamp(i32::MIN as i64, i32::MAX as i64) as i32).collect::<Vec<_>>();
+            let (p32, i32s) = (c(&ptr), c(&idx));
+            // Entries above i32::MAX clamp to it: still valid u32s, out of range as indices.
+            let want = if let Some(position) = p32.iter().position(|&x| x < 0) {
+                Err(("row_ptr", position))
+            } else if let Some(position) = i32s.iter().position(|&x| x < 0) {
+                Err(("col_idx", position))
+            } else {
+                Ok((p32.iter().map(|&x| x as u32).collect::<Vec<_>>(), i32s.iter().map(|&x| x as u32).collect::<Vec<_>>()))
+            };
+            (Bsr::from_index_arrays(rows * 16, cols * 16, block, &p32, &i32s, values.clone()), want)
+        } else {
+            let first_bad = |v: &[i64]| v.iter().position(|&x| !(0..=u32::MAX as i64).contains(&x));
+            let want = if let Some(position) = first_bad(&ptr) {
+                Err(("row_ptr", position))
+            } else if let Some(position) = first_bad(&idx) {
+                Err(("col_idx", position))
+            } else {
+                Ok((ptr.iter().map(|&x| x as u32).collect(), idx.iter().map(|&x| x as u32).collect()))
+            };
+            (Bsr::from_index_arrays(rows * 16, cols * 16, block, &ptr, &idx, values.clone()), want)
+        };
+        match got {
+            (got, Ok((p, i))) => {
+                let parts = Bsr::from_parts(rows * 16, cols * 16, block, p, i, values);
+                prop_assert_eq!(format!("{got:?}"), format!("{parts:?}"));
+            }
+            (got, Err((array, position))) => {
+                let src = if array == "row_ptr" { &ptr } else { &idx };
+                if src[position] < 0 {
+                    let ok = matches!(got, Err(Error::NegativeIndex { what, position: p, .. }) if what == array && p == position);
+                    prop_assert!(ok, "{array}[{position}] = {}: got {got:?}", src[position]);
+                } else {
+                    let ok = matches!(got, Err(Error::TooLarge { what, .. }) if what == array);
+                    prop_assert!(ok, "{array}[{position}] = {}: got {got:?}", src[position]);
+                }
+            }
+        }
+    }
+
     /// Dense shapes: every class of bad shape gets its error; a valid one spans exactly what
     /// `extent` says, and its transpose spans the same memory.
     #[test]

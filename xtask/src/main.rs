@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod peers;
+mod streams;
 mod validate;
 
 #[derive(Parser)]

@@ -69,7 +69,7 @@ fn cross_device(ctx0: &Context) -> (bool, String) {
 }
 
 /// The examples validate runs (each must exit 0 on the GPU).
-const EXAMPLES: [&str; 1] = ["sparse_linear"];
+const EXAMPLES: [&str; 4] = ["sparse_linear", "basic", "npy_interop", "two_streams"];
 
 /// Runs each example binary from `<dir of this binary>/examples/`: (name, passed, detail).
 fn run_examples() -> Vec<(String, bool, String)> {
@@ -553,6 +553,18 @@ pub fn run(args: Args) -> Result<bool, String> {
             failed += 1
         }
         println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, "objects of device 0 passed to device 1's context", detail);
+        let checks = [
+            ("stream ordering: C written on s1, read on s2 through cudarc, no manual sync", crate::streams::stream_ordering(&ctx, seed)),
+            ("caller's buffers: int64 device parts, offset views, typed errors", crate::streams::caller_buffers(&ctx, seed ^ 1)),
+        ];
+        for (label, (ok, detail)) in checks {
+            if ok {
+                passed += 1
+            } else {
+                failed += 1
+            }
+            println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, label, detail);
+        }
     }
     if !args.no_examples && args.filter.is_none() {
         for (name, ok, detail) in run_examples() {

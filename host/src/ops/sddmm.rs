@@ -34,7 +34,8 @@ unsafe impl Params for SddmmParams {}
 /// A plan for SDDMM at one pattern, batch size and K: which thread block computes which run of
 /// C's blocks over which part of K (runs that would leave the last wave of the GPU partly idle
 /// are split along K and summed by a fix-up kernel, in a fixed order), and the workspace of
-/// those partial sums. Every product with that pattern, batch and K can reuse it.
+/// those partial sums. Every product with that pattern, batch and K can reuse it, one at a
+/// time: a product queued on another stream waits for the previous product of the same plan.
 pub struct SddmmPlan {
     pattern: Arc<Pattern>,
     k: usize,
@@ -155,6 +156,8 @@ impl Context {
             fl |= flags::B_K_MAJOR;
         }
         let c_stride = c.values_per_matrix();
+        // The split-K workspace: after the previous product of this plan, wherever it was queued.
+        let workspace = plan.device.workspace(self.cuda(), stream)?;
         let (work, _work_guards) = plan.device.params(stream);
         let (col_idx, _gi) = cudarc::driver::DevicePtr::device_ptr(&pat.col_idx, stream);
         let (x_ptr, _gx) = x.device_ptr(stream);
@@ -213,6 +216,6 @@ impl Context {
             // stream, so after it) and writes the split runs of C's blocks.
             unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
         }
-        Ok(())
+        workspace.release()
     }
 }

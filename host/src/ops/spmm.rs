@@ -50,8 +50,9 @@ enum Side {
 /// A plan for the products of one sparsity pattern (and batch size) with dense matrices of
 /// `N` columns (rows, for dense × sparse): the work list, the transposed pattern when the
 /// kernel streams Aᵀ, and the split-K workspace, uploaded once and reused for every product
-/// with that pattern (new values welcome). One plan serves one product at a time: its workspace
-/// is written by each launch.
+/// with that pattern (new values welcome). One plan serves one product at a time: its split-K
+/// workspace is written by each product, so a product queued on another stream (a context from
+/// [`Context::with_stream`]) waits for the previous product of the same plan.
 pub struct SpmmPlan {
     pattern: Arc<Pattern>,
     /// op(A) as the user wrote it.
@@ -335,8 +336,12 @@ impl Context {
         if cs.layout == Layout::ColMajor {
             fl |= flags::C_COL_MAJOR;
         }
-        // Device addresses, their guards held until the launches are queued (so that cudarc
-        // orders later work on other streams after our reads and writes).
+        // The split-K workspace: after the previous product of this plan, wherever it was queued.
+        let workspace = plan.device.workspace(self.cuda(), stream)?;
+        // Device addresses, their guards held until the launches (the fix-up's included) are
+        // queued: read intent (`DevicePtr`) for A, op(B) and the plan, write intent
+        // (`DevicePtrMut`) for C, so that cudarc orders later work on other streams after our
+        // reads and writes.
         let (work, _work_guards) = plan.device.params(stream);
         let (a_values, _ga) = a.values_ptr(stream);
         let (kidx, _gk) = match &plan.transposed {
@@ -418,7 +423,7 @@ impl Context {
             // writes the split tiles of C.
             unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
         }
-        Ok(())
+        workspace.release()
     }
 }
 
