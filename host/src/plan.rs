@@ -723,7 +723,7 @@ mod tests {
                 let (n64, g64, k64) = (n as u64, grid as u64, k as u64);
                 assert!(max <= n64.div_ceil(g64) * k64, "{ctx}: never longer than whole items ({max})");
                 let even = (n64 * k64).div_ceil(g64);
-                let saves = (k64 * (g64 - n64 % g64) / g64) as u64;
+                let saves = k64 * (g64 - n64 % g64) / g64;
                 assert_eq!(
                     w.n_slots > 0 || n % grid == 0,
                     saves >= SPLIT_MIN_SAVING * min_piece as u64 || n % grid == 0,
