@@ -34,7 +34,7 @@ impl core::str::FromStr for KernelPath {
     }
 }
 
-/// A GPU, its stream and the loaded kernels. Everything the library launches goes through one.
+/// A GPU, its stream and its kernels (each module loaded on first use). Everything the library launches goes through one.
 pub struct Context {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -92,8 +92,9 @@ impl Context {
                 )));
             }
         };
-        let kernels = Kernels::load(&ctx, arch, max_smem_optin)?;
         let stream = ctx.default_stream();
+        // Nothing is loaded yet: each module loads when a product first needs it.
+        let kernels = Kernels::new(ctx.clone(), stream.clone(), arch, compute_capability, max_smem_optin);
         Ok(Context { ctx, stream, kernels, name, compute_capability, sm_count, l2_bytes })
     }
 
@@ -113,7 +114,7 @@ impl Context {
     pub fn l2_bytes(&self) -> u32 {
         self.l2_bytes
     }
-    /// The module this context launches from.
+    /// The architecture of the modules this context launches from.
     pub fn arch(&self) -> Arch {
         self.kernels.arch
     }

@@ -8,6 +8,7 @@ use blocksparse::{Context, KernelPath};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod build_ptx;
 mod peers;
 mod validate;
 
@@ -24,6 +25,8 @@ enum Cmd {
     Validate(validate::Args),
     /// Time the BSR product against dense cuBLAS on the same shapes.
     Bench(bench::Args),
+    /// Build the kernel modules (PTX and cubins) into host/kernels/ (no GPU needed).
+    BuildPtx(build_ptx::Args),
 }
 
 /// Opens the GPU or explains why not. The message "no CUDA device" is what scripts look for.
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Validate(a) => validate::run(a),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::BuildPtx(a) => build_ptx::run(a),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
