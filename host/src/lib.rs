@@ -11,9 +11,11 @@
 //! or bf16 with f32 accumulation, outputs f16, bf16 or f32, and batches of matrices that share
 //! one pattern (heads, experts) in one launch.
 //!
-//! The kernels (`kernels-gpu/`) are compiled to PTX by rustc's NVPTX backend at build time and
-//! embedded here; the driver is loaded at run time, so the library builds on machines without
-//! CUDA and returns [`Error::NoDevice`] where there is no GPU.
+//! The kernels (`kernels-gpu/`) are compiled to PTX by rustc's NVPTX backend and to cubins by
+//! ptxas ahead of time (`cargo xtask build-ptx`) and embedded here; the driver is loaded at run
+//! time, so the library builds on stable Rust on machines without CUDA and returns
+//! [`Error::NoDevice`] where there is no GPU. Each kernel module loads when a product first
+//! needs it.
 //!
 //! ```no_run
 //! use blocksparse::{BlockShape, Bsr, Context, Transpose};
