@@ -9,8 +9,9 @@
 #   ab           plain SpMM bench, the older binary ($BASE) and this one, interleaved twice
 #   ops          bench of every op and layout, and the batched cases
 #   peers        bench with PyTorch's kernels, default and tuned (PEERS_TUNE_BUDGET_S each)
-#   ncu          Nsight Compute on the op bench at NCU_BLOCKS (default 64) for the kernels matching
-#                NCU_KERNEL (regex, default sddmm_wgmma), NCU_COUNT launches after NCU_SKIP
+#   ncu          Nsight Compute on the op bench at NCU_BLOCKS (default 64; or the bench arguments
+#                NCU_BENCH_ARGS) for the kernels matching NCU_KERNEL (regex, default sddmm_wgmma),
+#                NCU_COUNT launches after NCU_SKIP; log ncu_$NCU_TAG
 set -uo pipefail
 OUT="${OUT:-device-out}"
 LOGS="${LOGS:-/tmp/devlogs}"
@@ -45,10 +46,12 @@ for s in "$@"; do
         peers)
             step peers "$XTASK" bench --ops --batched --blocks 32,64,128 --peers --tune --peer-cache "$LOGS/torch_tuned.json" --json "$LOGS/peers.json" ;;
         ncu)
-            step "ncu_${NCU_BLOCKS:-64}" ncu --clock-control none --kernel-name "regex:${NCU_KERNEL:-sddmm_wgmma}" --launch-skip "${NCU_SKIP:-3}" \
-                --launch-count "${NCU_COUNT:-1}" --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats \
-                --section Occupancy --section SchedulerStats --section WarpStateStats \
-                "$XTASK" bench --no-plain --ops --blocks "${NCU_BLOCKS:-64}" --reps 3 --json "$LOGS/ncu_bench.json" ;;
+            # shellcheck disable=SC2086
+            step "ncu_${NCU_TAG:-${NCU_BLOCKS:-64}}" ncu --clock-control none --kernel-name "regex:${NCU_KERNEL:-sddmm_wgmma}" \
+                --launch-skip "${NCU_SKIP:-3}" --launch-count "${NCU_COUNT:-1}" --section SpeedOfLight \
+                --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section SchedulerStats \
+                --section WarpStateStats "$XTASK" bench ${NCU_BENCH_ARGS:---no-plain --ops --blocks ${NCU_BLOCKS:-64} --reps 3} \
+                --json "$LOGS/ncu_bench.json" ;;
         *) echo "unknown step $s" >&2 ;;
     esac
 done

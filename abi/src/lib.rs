@@ -7,6 +7,30 @@
 #![no_std]
 #![warn(missing_docs)]
 
+/// FNV-1a (64-bit) hash of this file's text, carriage returns skipped (so a checkout with CRLF
+/// line endings hashes the same). The device crate exports it from every PTX module as the
+/// global `BLOCKSPARSE_ABI_HASH` ([`ABI_HASH_SYMBOL`]), and the host compares it with its own
+/// copy when it loads a module: kernels built from another version of these layouts are
+/// refused instead of launched with mismatched parameter blocks.
+pub const ABI_HASH: u64 = fnv1a(include_str!("lib.rs").as_bytes());
+
+/// Name of the global each PTX module exports with [`ABI_HASH`].
+pub const ABI_HASH_SYMBOL: &str = "BLOCKSPARSE_ABI_HASH";
+
+/// 64-bit FNV-1a over `bytes`, skipping `\r`.
+pub const fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\r' {
+            hash ^= bytes[i] as u64;
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        i += 1;
+    }
+    hash
+}
+
 /// Block heights and widths the kernels support (square or not: `bm` and `bk` each one of these).
 pub const BLOCK_SIZES: [u32; 4] = [16, 32, 64, 128];
 

@@ -48,8 +48,8 @@ impl core::str::FromStr for KernelPath {
     }
 }
 
-/// A GPU, its stream and the loaded kernels. Everything the library launches goes through one,
-/// on the context's stream (see the [module docs](self)).
+/// A GPU, its stream and its kernels (each module loaded on first use). Everything the library
+/// launches goes through one, on the context's stream (see the [module docs](self)).
 pub struct Context {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -124,7 +124,8 @@ impl Context {
                 )));
             }
         };
-        let kernels = Arc::new(Kernels::load(&ctx, arch, max_smem_optin)?);
+        // Nothing is loaded yet: each module loads when a product first needs it.
+        let kernels = Arc::new(Kernels::new(ctx.clone(), stream.clone(), arch, compute_capability, max_smem_optin));
         Ok(Context { ctx, stream, kernels, name, compute_capability, sm_count, l2_bytes })
     }
 
@@ -155,7 +156,7 @@ impl Context {
     pub fn l2_bytes(&self) -> u32 {
         self.l2_bytes
     }
-    /// The module this context launches from.
+    /// The architecture of the modules this context launches from.
     pub fn arch(&self) -> Arch {
         self.kernels.arch
     }

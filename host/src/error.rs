@@ -223,6 +223,21 @@ pub enum Error {
         /// The argument's device ordinal.
         got: usize,
     },
+    /// A kernel module was built against another version of the shared ABI (the parameter
+    /// layouts in `blocksparse-abi`) than this library, or carries no ABI hash: launching it
+    /// would pass mismatched parameter blocks, so it is refused.
+    #[error(
+        "kernel module {module} was built against ABI {}, this library has {expected:#018x}; rebuild the kernels with `cargo xtask build-ptx`",
+        .found.map_or_else(|| "(no ABI hash)".to_string(), |h| format!("{h:#018x}"))
+    )]
+    AbiMismatch {
+        /// The module (`op_family.arch`).
+        module: String,
+        /// This library's `blocksparse_abi::ABI_HASH`.
+        expected: u64,
+        /// The hash the module carries, if any.
+        found: Option<u64>,
+    },
     /// The kernel a product needs is not loaded on this device (e.g. it needs more shared
     /// memory per block than the device allows).
     #[error("no kernel available: {0}")]

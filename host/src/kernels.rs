@@ -1,44 +1,137 @@
-//! The embedded PTX modules and typed handles to their kernels. The handles come from the
+//! The embedded kernel modules and typed handles to their kernels. The handles come from the
 //! kernel list in `blocksparse-abi` (`for_each_kernel!`), the same list that generates the
 //! device entry points, so the two cannot drift.
+//!
+//! The modules are built by `cargo xtask build-ptx` (PTX from rustc's NVPTX backend, cubins
+//! from ptxas) and committed in `host/kernels/`; this crate only embeds them. There is one
+//! module per op and family ([`Module`]), loaded the first time one of its kernels is asked for:
+//! the `sm_80` cubin on compute capability 8.x, the `sm_90a` cubin on 9.0, and the PTX (compiled
+//! by the driver) on other devices. Every module carries the hash of the shared ABI it was
+//! built against, which is checked when it loads ([`Error::AbiMismatch`]).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use blocksparse_abi::{KernelFamily, MMA_TILES, OpKind, WGMMA_TILES};
+use blocksparse_abi::{ABI_HASH, ABI_HASH_SYMBOL, KernelFamily, MMA_TILES, OpKind, WGMMA_TILES};
 use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use crate::element::DType;
 use crate::error::{Error, Result};
 
-/// PTX of the portable module (compute capability 8.0 and newer).
-pub const PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm80.ptx"));
-/// PTX of the Hopper module (sm_90a).
-pub const PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.ptx"));
-
-/// Which compiled module a context runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which compiled modules a context runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Arch {
-    /// `sm_80` PTX: Ampere and newer; portable kernels only.
+    /// `sm_80`: Ampere and newer; portable kernels only.
     Sm80,
-    /// `sm_90a` PTX: Hopper (compute capability 9.0) only; portable and Hopper kernels.
+    /// `sm_90a`: Hopper (compute capability 9.0) only; portable and Hopper kernels.
     Sm90a,
 }
 
 impl Arch {
-    /// The module's PTX.
-    pub fn ptx(self) -> &'static str {
+    /// Every architecture the kernels are built for.
+    pub const ALL: [Arch; 2] = [Arch::Sm80, Arch::Sm90a];
+
+    /// The PTX target (`-arch` of ptxas).
+    pub fn target(self) -> &'static str {
         match self {
-            Arch::Sm80 => PTX_SM80,
-            Arch::Sm90a => PTX_SM90A,
+            Arch::Sm80 => "sm_80",
+            Arch::Sm90a => "sm_90a",
         }
     }
-    /// Whether the module holds kernels of `family`.
+    /// The PTX ISA the build asks for, where the target's default lacks an instruction the
+    /// kernels use: 7.8 on sm_80 for `movmatrix` (sm_90a's default, 8.0, has it).
+    pub fn ptx_isa(self) -> Option<&'static str> {
+        match self {
+            Arch::Sm80 => Some("ptx78"),
+            Arch::Sm90a => None,
+        }
+    }
+    /// Whether this architecture's cubins run on a device of compute capability `cc`
+    /// (otherwise the driver compiles the PTX).
+    pub fn runs_cubin_on(self, cc: (i32, i32)) -> bool {
+        match self {
+            Arch::Sm80 => cc.0 == 8,
+            Arch::Sm90a => cc == (9, 0),
+        }
+    }
+    /// Whether the architecture has kernels of `family`.
     pub fn has(self, family: KernelFamily) -> bool {
         family == KernelFamily::Portable || self == Arch::Sm90a
     }
+    /// The modules built for this architecture, in [`Module::ALL`] order.
+    pub fn modules(self) -> impl Iterator<Item = Module> {
+        Module::ALL.into_iter().filter(move |m| self.has(m.family))
+    }
+}
+
+/// One kernel module: the entries of the kernel list of one op and one family (the split-K
+/// fix-up kernels form their own module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Module {
+    /// The op.
+    pub op: OpKind,
+    /// The instruction family.
+    pub family: KernelFamily,
+}
+
+impl Module {
+    /// Every module, each built for every [`Arch`] that has its family.
+    pub const ALL: [Module; 5] = [
+        Module { op: OpKind::Spmm, family: KernelFamily::Portable },
+        Module { op: OpKind::Sddmm, family: KernelFamily::Portable },
+        Module { op: OpKind::Fixup, family: KernelFamily::Portable },
+        Module { op: OpKind::Spmm, family: KernelFamily::Hopper },
+        Module { op: OpKind::Sddmm, family: KernelFamily::Hopper },
+    ];
+
+    /// The module holding `key`'s kernel.
+    pub fn of(key: &KernelKey) -> Module {
+        Module { op: key.op, family: key.family }
+    }
+    /// `op_family`, lower case (e.g. `spmm_portable`).
+    pub fn name(self) -> String {
+        format!("{:?}_{:?}", self.op, self.family).to_lowercase()
+    }
+    /// The file name of the module built for `arch`, without extension (e.g.
+    /// `spmm_portable.sm_80`).
+    pub fn file_stem(self, arch: Arch) -> String {
+        format!("{}.{}", self.name(), arch.target())
+    }
+    fn index(self) -> usize {
+        Module::ALL.iter().position(|&m| m == self).unwrap_or(0)
+    }
+}
+
+/// One module as built for one architecture, embedded in the library.
+#[derive(Clone, Copy, Debug)]
+pub struct Embedded {
+    /// The architecture.
+    pub arch: Arch,
+    /// The module.
+    pub module: Module,
+    /// The PTX (compiled by the driver on devices the cubin does not run on).
+    pub ptx: &'static str,
+    /// The cubin ptxas assembled from `ptx` for `arch`.
+    pub cubin: &'static [u8],
+}
+
+/// Every embedded module (`host/kernels/modules.rs`, written by `cargo xtask build-ptx`).
+pub static EMBEDDED: &[Embedded] = &include!("../kernels/modules.rs");
+
+/// The embedded `module` built for `arch`, if there is one.
+pub fn embedded(arch: Arch, module: Module) -> Option<&'static Embedded> {
+    EMBEDDED.iter().find(|e| e.arch == arch && e.module == module)
+}
+
+/// What the driver was given for a module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Image {
+    /// The ptxas-assembled machine code.
+    Cubin,
+    /// The PTX, compiled by the driver when it loads.
+    Ptx,
 }
 
 /// Identifies one generated kernel.
@@ -124,58 +217,167 @@ pub struct Kernel {
     pub smem: u32,
 }
 
-/// The kernels of one module that fit the device, loaded.
-pub struct Kernels {
-    /// The module.
-    pub arch: Arch,
+/// One module, loaded, with its kernels that fit the device.
+struct Loaded {
     _module: Arc<CudaModule>,
-    loaded: HashMap<KernelKey, Kernel>,
-    /// Kernels of the module left out, with the reason.
+    image: Image,
+    kernels: HashMap<KernelKey, Kernel>,
+}
+
+/// The kernels of one architecture that fit the device. Nothing is loaded up front: each
+/// module loads, once, the first time one of its kernels is asked for ([`Kernels::get`]).
+pub struct Kernels {
+    /// The architecture the modules are built for.
+    pub arch: Arch,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    compute_capability: (i32, i32),
+    /// The kernels that fit the device, by key (entry names).
+    fit: HashMap<KernelKey, &'static str>,
+    /// Kernels of the architecture left out, with the reason.
     skipped: Vec<(KernelKey, String)>,
+    /// One slot per [`Module::ALL`] entry.
+    modules: [OnceLock<Loaded>; Module::ALL.len()],
 }
 
 impl Kernels {
-    /// Loads the module for `arch`, and each of its kernels whose shared memory fits the device
-    /// (`max_smem_optin` bytes per block) with its dynamic shared-memory limit raised to what
-    /// its tile needs. Kernels that do not fit are left out (and reported by [`Kernels::get`]).
-    pub fn load(ctx: &Arc<CudaContext>, arch: Arch, max_smem_optin: u32) -> Result<Self> {
-        let module = ctx.load_module(Ptx::from_src(arch.ptx()))?;
-        let mut loaded = HashMap::new();
+    /// The kernels of `arch` whose shared memory fits a device of compute capability
+    /// `compute_capability` allowing `max_smem_optin` bytes per block; kernels that do not fit
+    /// are left out (and reported by [`Kernels::get`]). Loads nothing yet; `stream` is where
+    /// the ABI hash of each module is read when it loads.
+    pub fn new(ctx: Arc<CudaContext>, stream: Arc<CudaStream>, arch: Arch, compute_capability: (i32, i32), max_smem_optin: u32) -> Self {
         let (fit, skipped) = select(arch, max_smem_optin);
-        for e in fit {
-            let (threads, smem) = launch_shape(&e.key);
-            let func = module.load_function(e.name)?;
+        let fit = fit.into_iter().map(|e| (e.key, e.name)).collect();
+        Kernels { arch, ctx, stream, compute_capability, fit, skipped, modules: Default::default() }
+    }
+
+    /// The kernel for `key` (loading its module on first use), or why there is none.
+    pub fn get(&self, key: KernelKey) -> Result<&Kernel> {
+        if !self.fit.contains_key(&key) {
+            if let Some((_, why)) = self.skipped.iter().find(|(k, _)| *k == key) {
+                return Err(Error::KernelUnavailable(why.clone()));
+            }
+            return Err(Error::KernelUnavailable(format!(
+                "the {:?} modules have no {:?} {:?} kernel for {} -> {} with tile {}",
+                self.arch, key.family, key.op, key.input, key.output, key.tile
+            )));
+        }
+        let loaded = self.module(Module::of(&key))?;
+        loaded.kernels.get(&key).ok_or_else(|| Error::KernelUnavailable(format!("{key:?} is not in its module")))
+    }
+
+    /// Whether `key` has a kernel that fits the device (its module may not be loaded yet).
+    pub fn has(&self, key: KernelKey) -> bool {
+        self.fit.contains_key(&key)
+    }
+
+    /// What the driver was given for `module`, if it is loaded.
+    pub fn image(&self, module: Module) -> Option<Image> {
+        self.modules[module.index()].get().map(|l| l.image)
+    }
+
+    /// `module`, loaded on first use. Two threads asking at once may both load it; one copy is
+    /// kept.
+    fn module(&self, module: Module) -> Result<&Loaded> {
+        let slot = &self.modules[module.index()];
+        if let Some(loaded) = slot.get() {
+            return Ok(loaded);
+        }
+        let loaded = self.load(module)?;
+        Ok(slot.get_or_init(|| loaded))
+    }
+
+    fn load(&self, module: Module) -> Result<Loaded> {
+        let embedded = embedded(self.arch, module).ok_or_else(|| {
+            Error::KernelUnavailable(format!("no {} module is embedded (run `cargo xtask build-ptx`)", module.file_stem(self.arch)))
+        })?;
+        let name = module.file_stem(self.arch);
+        // The cubin where it runs; the PTX elsewhere, or if the driver refuses the cubin.
+        let (cu_module, image) = match self.arch.runs_cubin_on(self.compute_capability) {
+            true => match self.ctx.load_module(Ptx::from_binary(embedded.cubin.to_vec())) {
+                Ok(m) => (m, Image::Cubin),
+                Err(_) => (self.ctx.load_module(Ptx::from_src(embedded.ptx))?, Image::Ptx),
+            },
+            false => (self.ctx.load_module(Ptx::from_src(embedded.ptx))?, Image::Ptx),
+        };
+        check_abi(&cu_module, &self.stream, &name)?;
+        let mut kernels = HashMap::new();
+        for (&key, &entry) in self.fit.iter().filter(|(k, _)| Module::of(k) == module) {
+            let (threads, smem) = launch_shape(&key);
+            let func = cu_module.load_function(entry)?;
             if smem > 48 * 1024 {
                 func.set_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
             }
-            loaded.insert(e.key, Kernel { func, name: e.name, threads, smem });
+            kernels.insert(key, Kernel { func, name: entry, threads, smem });
         }
-        Ok(Kernels { arch, _module: module, loaded, skipped })
+        Ok(Loaded { _module: cu_module, image, kernels })
     }
+}
 
-    /// The kernel for `key`, or why there is none.
-    pub fn get(&self, key: KernelKey) -> Result<&Kernel> {
-        if let Some(k) = self.loaded.get(&key) {
-            return Ok(k);
-        }
-        if let Some((_, why)) = self.skipped.iter().find(|(k, _)| *k == key) {
-            return Err(Error::KernelUnavailable(why.clone()));
-        }
-        Err(Error::KernelUnavailable(format!(
-            "the {:?} module has no {:?} {:?} kernel for {} -> {} with tile {}",
-            self.arch, key.family, key.op, key.input, key.output, key.tile
-        )))
+/// Reads the module's ABI hash global and compares it with this library's.
+fn check_abi(module: &Arc<CudaModule>, stream: &Arc<CudaStream>, name: &str) -> Result<()> {
+    let mismatch = |found| Error::AbiMismatch { module: name.to_string(), expected: ABI_HASH, found };
+    let Ok(global) = module.get_global(ABI_HASH_SYMBOL, stream) else { return Err(mismatch(None)) };
+    let mut bytes = [0u8; 8];
+    if global.len() != bytes.len() {
+        return Err(mismatch(None));
     }
+    stream.memcpy_dtoh(&global, &mut bytes)?;
+    stream.synchronize()?;
+    let found = u64::from_le_bytes(bytes);
+    if found == ABI_HASH { Ok(()) } else { Err(mismatch(Some(found))) }
+}
 
-    /// Whether `key` is loaded.
-    pub fn has(&self, key: KernelKey) -> bool {
-        self.loaded.contains_key(&key)
-    }
+/// The ABI hash a module's PTX declares (its `BLOCKSPARSE_ABI_HASH` global), if it has one.
+pub fn ptx_abi_hash(ptx: &str) -> Option<u64> {
+    let decl = format!(".global .align 8 .b8 {ABI_HASH_SYMBOL}[8] = {{");
+    let line = ptx.lines().find_map(|l| l.split_once(&decl).map(|(_, rest)| rest))?;
+    let list = line.split('}').next()?;
+    let bytes: Vec<u8> = list.split(',').map(|b| b.trim().parse::<u8>()).collect::<core::result::Result<_, _>>().ok()?;
+    Some(u64::from_le_bytes(bytes.try_into().ok()?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The committed PTX of every module carries the hash of the current `abi/src/lib.rs`:
+    /// editing the ABI without `cargo xtask build-ptx` fails here.
+    #[test]
+    fn every_embedded_module_carries_the_current_abi_hash() {
+        assert_eq!(EMBEDDED.len(), Arch::ALL.iter().map(|a| a.modules().count()).sum::<usize>());
+        for arch in Arch::ALL {
+            for module in arch.modules() {
+                let e = embedded(arch, module).unwrap_or_else(|| panic!("{} is not embedded", module.file_stem(arch)));
+                assert_eq!(
+                    ptx_abi_hash(e.ptx),
+                    Some(ABI_HASH),
+                    "{}: the PTX was built against another ABI; run `cargo xtask build-ptx`",
+                    module.file_stem(arch)
+                );
+                assert!(e.ptx.lines().any(|l| l.trim() == format!(".target {}", arch.target())), "{}", module.file_stem(arch));
+                // An ELF file.
+                assert_eq!(&e.cubin[..4], b"\x7fELF", "{}", module.file_stem(arch));
+            }
+        }
+        assert_eq!(ptx_abi_hash(".visible .global .align 8 .b8 BLOCKSPARSE_ABI_HASH[8] = {1, 0, 0, 0, 0, 0, 0, 2};"), Some(1 | 2 << 56));
+        assert_eq!(ptx_abi_hash(".visible .global .align 8 .b8 OTHER[8] = {1, 0, 0, 0, 0, 0, 0, 2};"), None);
+    }
+
+    /// Every kernel of the list sits in exactly one module, and each module's PTX defines its
+    /// kernels' entries and no other module's.
+    #[test]
+    fn each_module_holds_exactly_its_entries() {
+        for arch in Arch::ALL {
+            for module in arch.modules() {
+                let Some(e) = embedded(arch, module) else { continue };
+                for entry in entries().into_iter().filter(|e| arch.has(e.key.family)) {
+                    let defined = e.ptx.contains(&format!(".entry {}(", entry.name));
+                    assert_eq!(defined, Module::of(&entry.key) == module, "{} in {}", entry.name, module.file_stem(arch));
+                }
+            }
+        }
+    }
 
     /// The kernels a device of each compute capability loads, at its shared-memory limit per
     /// block (`cudaDevAttrMaxSharedMemoryPerBlockOptin`): every portable kernel fits every one

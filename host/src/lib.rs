@@ -18,9 +18,11 @@
 //! [`MatMut::from_view`]), and a BSR matrix may be built from parts already on the device with
 //! u32, i32 or i64 indices ([`Context::bsr_from_device`], [`Bsr::from_index_arrays`]).
 //!
-//! The kernels (`kernels-gpu/`) are compiled to PTX by rustc's NVPTX backend at build time and
-//! embedded here; the driver is loaded at run time, so the library builds on machines without
-//! CUDA and returns [`Error::NoDevice`] where there is no GPU.
+//! The kernels (`kernels-gpu/`) are compiled to PTX by rustc's NVPTX backend and to cubins by
+//! ptxas ahead of time (`cargo xtask build-ptx`) and embedded here; the driver is loaded at run
+//! time, so the library builds on stable Rust on machines without CUDA and returns
+//! [`Error::NoDevice`] where there is no GPU. Each kernel module loads when a product first
+//! needs it.
 //!
 //! ```no_run
 //! use blocksparse::{BlockShape, Bsr, Context, Transpose};

@@ -1,12 +1,13 @@
-//! Static checks of the embedded PTX modules with NVIDIA's offline tools; no GPU involved.
+//! Static checks of the embedded kernel modules with NVIDIA's offline tools; no GPU involved.
 //!
-//! - `ptxas -v` assembles each module for its target: no errors, no unresolved externs, every
-//!   generated entry point present, and no hot kernel (`spmm_mma_*`, and `spmm_wgmma_*` in
-//!   sm_90a) with spills or a stack frame.
-//! - `cuobjdump -sass` on the sm_80 cubin: every portable kernel uses the tensor cores (`HMMA`),
-//!   `ldmatrix` (`LDSM`) and `cp.async` (`LDGSTS`); on the sm_90a cubin every Hopper kernel uses
-//!   wgmma (`HGMMA`), TMA (`UTMALDG`) and mbarriers (`SYNCS`); none touches local memory
-//!   (`LDL`/`STL`).
+//! - `ptxas -v` assembles each module's PTX for its target: no errors, no unresolved externs,
+//!   every generated entry point present, and no hot kernel (`spmm_mma_*`, and `spmm_wgmma_*`
+//!   in sm_90a) with spills or a stack frame.
+//! - `cuobjdump -sass` on the embedded sm_80 cubins (what devices of compute capability 8.x
+//!   run): every portable kernel uses the tensor cores (`HMMA`), `ldmatrix` (`LDSM`) and
+//!   `cp.async` (`LDGSTS`); on the embedded sm_90a cubins every Hopper kernel uses wgmma
+//!   (`HGMMA`), TMA (`UTMALDG`) and mbarriers (`SYNCS`); none touches local memory (`LDL`/`STL`).
+//!   (`cargo xtask build-ptx --check` checks that the cubins are ptxas's output for the PTX.)
 //!
 //! The tools come from `tools/install-cuda-tools.sh` (`<workspace>/.tools/cuda`) or from the
 //! folder named by `BLOCKSPARSE_CUDA_TOOLS` (one holding the wheels' `nvidia/` tree). Without
@@ -19,7 +20,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use blocksparse::abi::{KernelFamily, OpKind};
-use blocksparse::kernels::{self, PTX_SM80, PTX_SM90A};
+use blocksparse::kernels::{self, Arch, Module};
 
 const TOOLS_ENV: &str = "BLOCKSPARSE_CUDA_TOOLS";
 
@@ -133,13 +134,8 @@ fn run(mut cmd: Command, what: &str) -> String {
     text
 }
 
-/// One module assembled by `ptxas -v`: its log and the cubin.
-struct Assembled {
-    log: String,
-    cubin: Vec<u8>,
-}
-
-fn assemble(tools: &Tools, arch: &str, ptx: &str) -> Assembled {
+/// `ptxas -v`'s log for `ptx`, assembled for `arch`.
+fn assemble(tools: &Tools, arch: &str, ptx: &str) -> String {
     let src = TempFile::new(arch, "ptx");
     let dst = TempFile::new(arch, "cubin");
     std::fs::write(&src.0, ptx).unwrap_or_else(|e| panic!("write {}: {e}", src.0.display()));
@@ -154,19 +150,15 @@ fn assemble(tools: &Tools, arch: &str, ptx: &str) -> Assembled {
     for warning in log.lines().filter(|l| l.contains("warning")) {
         eprintln!("ptxas -arch={arch}: {warning}");
     }
-    let cubin = std::fs::read(&dst.0).unwrap_or_else(|e| panic!("read {}: {e}", dst.0.display()));
-    Assembled { log, cubin }
+    log
 }
 
-/// Each module is assembled once per test binary, shared by the tests that need it.
-fn assembled(tools: &Tools, arch: &'static str) -> &'static Assembled {
-    static SM80: OnceLock<Assembled> = OnceLock::new();
-    static SM90A: OnceLock<Assembled> = OnceLock::new();
-    match arch {
-        "sm_80" => SM80.get_or_init(|| assemble(tools, arch, PTX_SM80)),
-        "sm_90a" => SM90A.get_or_init(|| assemble(tools, arch, PTX_SM90A)),
-        _ => unreachable!("unknown arch {arch}"),
-    }
+/// The embedded modules of `arch`.
+fn modules(arch: Arch) -> Vec<&'static kernels::Embedded> {
+    let v: Vec<_> =
+        arch.modules().map(|m| kernels::embedded(arch, m).unwrap_or_else(|| panic!("{} not embedded", m.file_stem(arch)))).collect();
+    assert!(!v.is_empty());
+    v
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,17 +256,27 @@ fn hot_entries(arch: &str) -> Vec<&'static str> {
     v
 }
 
-fn check_module(test: &str, arch: &'static str, ptx: &str) {
+fn check_arch(test: &str, arch: Arch) {
     let Some(tools) = tools(test) else { return };
-    assert!(ptx.lines().any(|l| l.trim() == format!(".target {arch}")), "the embedded module for {arch} does not say `.target {arch}`");
-    let asm = assembled(tools, arch);
-    let report = parse_ptxas(&asm.log);
+    let target = arch.target();
+    let mut report = PtxasReport { entries: BTreeSet::new(), functions: BTreeMap::new() };
+    for e in modules(arch) {
+        let stem = e.module.file_stem(arch);
+        assert!(e.ptx.lines().any(|l| l.trim() == format!(".target {target}")), "{stem} does not say `.target {target}`");
+        let r = parse_ptxas(&assemble(tools, target, e.ptx));
+        // Each module holds its own entries only (the non-entry functions, core's panic paths,
+        // repeat across modules).
+        let wanted: BTreeSet<String> = entries_where(|k| Module::of(k) == e.module).into_iter().map(String::from).collect();
+        assert_eq!(r.entries, wanted, "{stem}: entries");
+        report.entries.extend(r.entries);
+        report.functions.extend(r.functions);
+    }
 
-    let hot = hot_entries(arch);
+    let hot = hot_entries(target);
     let fixup = fixup_entries();
     assert!(!hot.is_empty() && !fixup.is_empty(), "the kernel lists in blocksparse_abi are empty");
     let missing: Vec<&str> = hot.iter().chain(&fixup).copied().filter(|n| !report.entries.contains(*n)).collect();
-    assert!(missing.is_empty(), "{arch}: entry points missing from the ptxas output: {missing:?}\nfound: {:?}", report.entries);
+    assert!(missing.is_empty(), "{target}: entry points missing from the ptxas output: {missing:?}\nfound: {:?}", report.entries);
 
     let mut problems = Vec::new();
     let mut table = Vec::new();
@@ -289,18 +291,18 @@ fn check_module(test: &str, arch: &'static str, ptx: &str) {
         }
         table.push(format!("  {name:28} {:>4} registers", r.registers.map_or("?".into(), |n| n.to_string())));
     }
-    println!("ptxas -arch={arch}:\n{}", table.join("\n"));
-    assert!(problems.is_empty(), "{arch}: main kernels must not spill or use a stack frame:\n{}", problems.join("\n"));
+    println!("ptxas -arch={target}:\n{}", table.join("\n"));
+    assert!(problems.is_empty(), "{target}: main kernels must not spill or use a stack frame:\n{}", problems.join("\n"));
 }
 
 #[test]
 fn ptxas_sm80_assembles_without_spills() {
-    check_module("ptxas_sm80_assembles_without_spills", "sm_80", PTX_SM80);
+    check_arch("ptxas_sm80_assembles_without_spills", Arch::Sm80);
 }
 
 #[test]
 fn ptxas_sm90a_assembles_without_spills() {
-    check_module("ptxas_sm90a_assembles_without_spills", "sm_90a", PTX_SM90A);
+    check_arch("ptxas_sm90a_assembles_without_spills", Arch::Sm90a);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -334,16 +336,18 @@ fn sass_opcodes(listing: &str) -> BTreeMap<String, Vec<String>> {
     functions
 }
 
-/// Assembles `arch`'s module, disassembles it, and checks that every kernel in `entries` uses
-/// each of `required` and never local memory.
-fn check_sass(test: &str, arch: &'static str, entries: &[&str], required: &[&str]) {
+/// Disassembles `arch`'s embedded cubins and checks that every kernel in `entries` uses each
+/// of `required` and never local memory.
+fn check_sass(test: &str, arch: Arch, entries: &[&str], required: &[&str]) {
     let Some(tools) = tools(test) else { return };
-    let asm = assembled(tools, arch);
-    let cubin = TempFile::new(&format!("{arch}-sass"), "cubin");
-    std::fs::write(&cubin.0, &asm.cubin).unwrap_or_else(|e| panic!("write {}: {e}", cubin.0.display()));
-    let mut cmd = tools.cuobjdump_command();
-    cmd.arg("-sass").arg(&cubin.0);
-    let listing = run(cmd, "cuobjdump -sass");
+    let mut listing = String::new();
+    for e in modules(arch) {
+        let cubin = TempFile::new(&format!("{}-sass", e.module.file_stem(arch)), "cubin");
+        std::fs::write(&cubin.0, e.cubin).unwrap_or_else(|err| panic!("write {}: {err}", cubin.0.display()));
+        let mut cmd = tools.cuobjdump_command();
+        cmd.arg("-sass").arg(&cubin.0);
+        listing.push_str(&run(cmd, "cuobjdump -sass"));
+    }
     let functions = sass_opcodes(&listing);
 
     let mut problems = Vec::new();
@@ -365,17 +369,17 @@ fn check_sass(test: &str, arch: &'static str, entries: &[&str], required: &[&str
             }
         }
     }
-    assert!(problems.is_empty(), "{arch} SASS of the hot kernels:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "{} SASS of the hot kernels:\n{}", arch.target(), problems.join("\n"));
 }
 
 #[test]
 fn sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory() {
-    check_sass("sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory", "sm_80", &mma_entries(), &["HMMA", "LDSM", "LDGSTS"]);
+    check_sass("sass_sm80_main_kernels_use_tensor_cores_and_no_local_memory", Arch::Sm80, &mma_entries(), &["HMMA", "LDSM", "LDGSTS"]);
 }
 
 #[test]
 fn sass_sm90a_hopper_kernels_use_wgmma_and_tma() {
-    check_sass("sass_sm90a_hopper_kernels_use_wgmma_and_tma", "sm_90a", &wgmma_entries(), &["HGMMA", "UTMALDG", "SYNCS"]);
+    check_sass("sass_sm90a_hopper_kernels_use_wgmma_and_tma", Arch::Sm90a, &wgmma_entries(), &["HGMMA", "UTMALDG", "SYNCS"]);
 }
 
 // ---------------------------------------------------------------------------------------------

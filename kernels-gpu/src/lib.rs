@@ -1,5 +1,6 @@
-//! blocksparse device code. Compiled by rustc's `nvptx64-nvidia-cuda` backend to PTX at build
-//! time (see `host/build.rs`); the host crate embeds the PTX and launches these entry points.
+//! blocksparse device code. Compiled by rustc's `nvptx64-nvidia-cuda` backend to PTX by
+//! `cargo xtask build-ptx` (`xtask/src/build_ptx.rs`), which commits the PTX and cubins to
+//! `host/kernels/`; the host crate embeds them and launches these entry points.
 //!
 //! Layers:
 //! - `ptx`, `ptx_sm90`: the instructions (the only `asm!`);
@@ -11,9 +12,14 @@
 //!   ([`ops::spmm`], [`ops::sddmm`]).
 //!
 //! Entry points are generated from the kernel list in `blocksparse-abi`
-//! (`for_each_kernel!`), which the host uses too.
+//! (`for_each_kernel!`), which the host uses too. Without cfg flags the crate holds every entry
+//! (what clippy checks); `build-ptx` builds one module per op and family with
+//! `--cfg kernels_split --cfg <Op> --cfg <Family>` (the `OpKind` and `KernelFamily` variant
+//! names), which keeps that module's entries only.
 #![no_std]
 #![feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)]
+// A split build uses part of the shared code only.
+#![cfg_attr(kernels_split, allow(dead_code, unused_imports, unused_macros))]
 
 mod core;
 mod dtype;
@@ -23,6 +29,11 @@ mod ptx;
 mod ptx_sm90;
 
 use blocksparse_abi::FixupParams;
+
+/// The hash of the shared ABI this module was built against (`blocksparse_abi::ABI_HASH`,
+/// exported as `blocksparse_abi::ABI_HASH_SYMBOL`); the host reads it when it loads the module.
+#[unsafe(no_mangle)]
+pub static BLOCKSPARSE_ABI_HASH: u64 = blocksparse_abi::ABI_HASH;
 
 #[panic_handler]
 fn panic(_: &::core::panic::PanicInfo) -> ! {
@@ -54,6 +65,7 @@ macro_rules! entry {
         ///
         /// # Safety
         /// Launched by the host library only, with the parameter block its plan built.
+        #[cfg(any(not(kernels_split), all(Fixup, Portable)))]
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: FixupParams) {
             unsafe { core::fixup::run::<dtype::$output>(&p) }
@@ -64,6 +76,7 @@ macro_rules! entry {
         ///
         /// # Safety
         /// Launched by the host library only, with the parameter block its plan built.
+        #[cfg(any(not(kernels_split), all($op, Portable)))]
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: <ops::$op as core::portable::PortableOp>::Params) {
             unsafe { core::portable::run::<ops::$op, dtype::$input, dtype::$output, $tile>(&p) }
@@ -75,7 +88,7 @@ macro_rules! entry {
         /// # Safety
         /// Launched by the host library only, with the parameter block and tensor maps its plan
         /// built.
-        #[cfg(target_feature = "sm_90a")]
+        #[cfg(all(target_feature = "sm_90a", any(not(kernels_split), all($op, Hopper))))]
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: blocksparse_abi::HopperParams<<ops::$op as core::hopper::HopperOp>::Params>) {
             let a = param_address!($name);

@@ -121,6 +121,8 @@ struct Report {
     gpu: String,
     compute_capability: (i32, i32),
     module: String,
+    /// First `Context::new` + first SpMM of a process, driver cache off (`coldstart.rs`).
+    cold_start_ms: f64,
     unix_time: u64,
     reps: usize,
     rows: Vec<Row>,
@@ -492,6 +494,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
 
 pub fn run(args: Args) -> Res<bool> {
     let ctx = crate::open_context(args.path)?;
+    let cold_start_ms = crate::coldstart::measure(args.path)?;
     for &bs in &args.blocks {
         if !args.m.is_multiple_of(bs) || !args.k.is_multiple_of(bs) || (args.batched && 2048 % bs != 0) {
             return Err(format!("M = {} and K = {} must be multiples of the block size {bs}", args.m, args.k));
@@ -520,6 +523,7 @@ pub fn run(args: Args) -> Res<bool> {
         gpu: ctx.device_name().to_string(),
         compute_capability: ctx.compute_capability(),
         module: format!("{:?}", ctx.arch()),
+        cold_start_ms,
         unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         reps: args.reps,
         rows: rows.clone(),

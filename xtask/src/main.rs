@@ -1,6 +1,10 @@
 //! Project tasks that need a GPU:
 //! - `cargo xtask validate`: randomized correctness sweep against the f64 CPU reference.
-//! - `cargo xtask bench`: CUDA-event timings of the BSR product and of dense cuBLAS, same run.
+//! - `cargo xtask bench`: CUDA-event timings of the BSR product and of dense cuBLAS, same run,
+//!   and the cold start (`coldstart.rs`).
+//!
+//! And one that needs no GPU:
+//! - `cargo xtask build-ptx [--check]`: the kernel modules committed in `host/kernels/`.
 
 use std::process::ExitCode;
 
@@ -8,6 +12,8 @@ use blocksparse::{Context, KernelPath};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod build_ptx;
+mod coldstart;
 mod peers;
 mod streams;
 mod validate;
@@ -25,6 +31,11 @@ enum Cmd {
     Validate(validate::Args),
     /// Time the BSR product against dense cuBLAS on the same shapes.
     Bench(bench::Args),
+    /// Build the kernel modules (PTX and cubins) into host/kernels/ (no GPU needed).
+    BuildPtx(build_ptx::Args),
+    /// The timed child process of bench's cold-start measurement.
+    #[command(hide = true)]
+    ColdStartChild(coldstart::ChildArgs),
 }
 
 /// Opens the GPU or explains why not. The message "no CUDA device" is what scripts look for.
@@ -43,6 +54,8 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Validate(a) => validate::run(a),
         Cmd::Bench(a) => bench::run(a),
+        Cmd::BuildPtx(a) => build_ptx::run(a),
+        Cmd::ColdStartChild(a) => coldstart::child(a),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
