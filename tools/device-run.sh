@@ -5,7 +5,9 @@
 # (the device tool returns at most 8 files, and a run cut short still returns what it had).
 # Steps:
 #   validate     cargo xtask validate on the Hopper module and on the portable one (FILTER)
-#   memcheck     compute-sanitizer memcheck over a subset of validate (MEMCHECK_FILTER)
+#   memcheck     compute-sanitizer memcheck over the validate cases whose label contains
+#                MEMCHECK_FILTER (default "batch"; " " for all), Hopper module
+#   memcheck_portable  the same on the portable kernels
 #   ab           plain SpMM bench, the older binary ($BASE) and this one, interleaved twice
 #   ops          bench of every op and layout, and the batched cases
 #   peers        bench with PyTorch's kernels, default and tuned (PEERS_TUNE_BUDGET_S each)
@@ -28,14 +30,17 @@ step() { # name, command...
     printf '%-18s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E 'passed|json:|ERROR SUMMARY' "$LOGS/$name.log" | tail -n 1)" | tee -a "$LOGS/summary.txt"
     (cd "$LOGS" && tar czf "$OUT/logs.tgz" .)
 }
+[[ -f target/carry/bins.tar.xz && ! -x "$XTASK" ]] && tar xJf target/carry/bins.tar.xz
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$LOGS/gpu.txt" 2>&1
 for s in "$@"; do
     case "$s" in
         validate)
             step validate_hopper "$XTASK" validate ${FILTER:+--filter "$FILTER"}
             step validate_portable "$XTASK" validate --path portable ${FILTER:+--filter "$FILTER"} ;;
-        memcheck)
-            step memcheck compute-sanitizer --tool memcheck --print-limit 20 "$XTASK" validate --no-examples --filter "${MEMCHECK_FILTER:-batch}" ;;
+        memcheck | memcheck_portable)
+            path=hopper; [[ "$s" == memcheck_portable ]] && path=portable
+            step "$s" compute-sanitizer --tool memcheck --print-limit 20 "$XTASK" validate --path "$path" --no-examples \
+                --filter "${MEMCHECK_FILTER:-batch}" ;;
         ab)
             for round in 1 2; do
                 [[ -n "${BASE:-}" ]] && step "ab_base_$round" "$BASE" bench --dtypes f16 --blocks 32,64,128 --json "$LOGS/ab_base_$round.json"
