@@ -16,7 +16,8 @@
 //! [`MatShape`] (rows, cols, ld, layout, and batch and batch stride). Each constructor checks,
 //! in this order, with a typed [`Error`]: non-zero dimensions, the leading dimension (at least
 //! the contiguous extent, a multiple of 8), the batch stride, that the buffer holds the whole
-//! batch, and a 16-byte aligned base address. The device is checked against the context's by
+//! batch (every row of `ld` elements, the last one included: see [`MatShape::matrix_extent`]),
+//! and a 16-byte aligned base address. The device is checked against the context's by
 //! each product, before anything is launched.
 
 use blocksparse_abi::LD_ALIGN;
@@ -98,10 +99,13 @@ impl MatShape {
         b * self.batch_stride + within
     }
 
-    /// Elements one matrix spans: `(outer - 1) · ld + inner`.
+    /// Elements one matrix spans: `outer · ld`, its last row (column) padded to `ld` like the
+    /// others. The kernels copy 16-byte chunks, with only the chunk's elements inside the
+    /// matrix used; a chunk that starts at the end of the last row reaches up to 7 elements past
+    /// its last column, which must still be inside the buffer.
     pub fn matrix_extent(&self) -> Result<usize> {
         let (inner, outer) = self.inner_outer();
-        (outer - 1).checked_mul(self.ld).and_then(|x| x.checked_add(inner)).ok_or(Error::Overflow { what: "matrix extent" })
+        outer.checked_mul(self.ld).ok_or(Error::Overflow { what: "matrix extent" })
     }
 
     /// Elements the whole batch spans.
@@ -380,8 +384,7 @@ fn packed_shape(batch: usize, rows: usize, cols: usize) -> Result<MatShape> {
 }
 
 /// Packed row-major `(batch, rows, cols)` data laid out in a row-major `shape` (its leading
-/// dimension and batch stride), the gaps filled with `fill`. The buffer ends with the last row's
-/// last column, `ld - cols` short of a full row.
+/// dimension and batch stride), the gaps filled with `fill`; the last row is padded too.
 fn pad_rows<T: Copy>(data: &[T], shape: &MatShape, fill: T) -> Result<Vec<T>> {
     let mut padded = vec![fill; shape.extent()?];
     for (r, src) in data.chunks_exact(shape.cols).enumerate() {
@@ -477,9 +480,9 @@ mod tests {
 
     #[test]
     fn padded_rows_keep_every_row_of_every_matrix() {
-        // 2 matrices of 3 × 5: ld 8, stride 24, extent 24 + 2 · 8 + 5 = 45.
+        // 2 matrices of 3 × 5: ld 8, stride 24, extent 24 + 3 · 8 = 48.
         let shape = packed_shape(2, 3, 5).unwrap();
-        assert_eq!((shape.ld, shape.batch_stride, shape.extent().unwrap()), (8, 24, 45));
+        assert_eq!((shape.ld, shape.batch_stride, shape.extent().unwrap()), (8, 24, 48));
         let data: Vec<u32> = (1..=30).collect();
         let p = pad_rows(&data, &shape, 0).unwrap();
         for b in 0..2 {
@@ -489,7 +492,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(p.iter().filter(|&&v| v == 0).count(), 45 - 30, "only the gaps are fill");
+        assert_eq!(p.iter().filter(|&&v| v == 0).count(), 48 - 30, "only the gaps are fill");
     }
 
     #[test]
@@ -505,16 +508,17 @@ mod tests {
     #[test]
     fn shapes_check_ld_stride_and_buffer() {
         let s = MatShape::new(4, 6, 8, Layout::RowMajor);
-        assert!(s.check("m", 30).is_ok());
-        assert!(matches!(s.check("m", 29), Err(Error::BufferTooSmall { needed: 30, got: 29, .. })));
+        // Every row of ld elements, the last one included (16-byte chunks may pass its end).
+        assert!(s.check("m", 32).is_ok());
+        assert!(matches!(s.check("m", 31), Err(Error::BufferTooSmall { needed: 32, got: 31, .. })));
         assert!(matches!(MatShape::new(4, 6, 6, Layout::RowMajor).check("m", 99), Err(Error::LeadingDimension { ld: 6, align: 8, .. })));
         assert!(matches!(MatShape::new(4, 9, 8, Layout::ColMajor).check("m", 99), Ok(())));
         assert!(matches!(MatShape::new(9, 4, 8, Layout::ColMajor).check("m", 99), Err(Error::LeadingDimension { min: 9, .. })));
         let b = MatShape { batch: 3, batch_stride: 24, ..s };
         assert!(matches!(b.check("m", 100), Err(Error::BatchStride { stride: 24, min: 32, .. })));
         let b = MatShape { batch: 3, batch_stride: 32, ..s };
-        assert!(b.check("m", 94).is_ok());
-        assert!(b.check("m", 93).is_err());
+        assert!(b.check("m", 96).is_ok());
+        assert!(b.check("m", 95).is_err());
         // The transpose reads the same memory: (6, 4) column-major with the same ld.
         let t = s.t();
         assert_eq!((t.rows, t.cols, t.ld, t.layout), (6, 4, 8, Layout::ColMajor));
