@@ -104,7 +104,7 @@ impl MatShape {
     /// matrix used; a chunk that starts at the end of the last row reaches up to 7 elements past
     /// its last column, which must still be inside the buffer.
     pub fn matrix_extent(&self) -> Result<usize> {
-        let (inner, outer) = self.inner_outer();
+        let (_, outer) = self.inner_outer();
         outer.checked_mul(self.ld).ok_or(Error::Overflow { what: "matrix extent" })
     }
 
