@@ -8,7 +8,8 @@
 //!   Bᵀ}, C row- or column-major; dense × sparse in its four transpose combinations; SDDMM with
 //!   X and Y in either layout; each SpMM-like row also as a time ratio to plain SpMM on the same
 //!   pattern, re-timed right before it (the same clock state: under sustained load the GPU's
-//!   clocks follow its power cap);
+//!   clocks follow its power cap), and each SDDMM row against dense cuBLAS re-timed right
+//!   before it;
 //! - `--batched`: 16 matrices of 2048³ sharing one pattern (SpMM and SDDMM), against dense
 //!   cuBLAS strided-batched GEMM on the same shapes;
 //! - `--peers`: PyTorch's Triton BSR kernels on the same cases (default parameters and, with
@@ -208,6 +209,13 @@ impl<'a, T: InputElement> Bench<'a, T> {
         let t = time_ms(ctx, reps, |_| gemm.gemm(ctx, &a, &b, &mut c))?;
         self.dense_ms.insert((batch, m, n, k), t);
         Ok(t)
+    }
+
+    /// Dense cuBLAS on that shape timed now (the clock state of the next measurement), and kept
+    /// as the shape's time from here on.
+    fn dense_fresh(&mut self, batch: usize, m: usize, n: usize, k: usize) -> Res<f64> {
+        self.dense_ms.remove(&(batch, m, n, k));
+        self.dense(batch, m, n, k)
     }
 
     fn out(&mut self, batch: usize, rows: usize, cols: usize) -> Res<&mut DeviceMatrix<T>> {
@@ -463,8 +471,10 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
             for xl in [Layout::RowMajor, Layout::ColMajor] {
                 for yl in [Layout::RowMajor, Layout::ColMajor] {
                     bar.set_message(format!("{dt} sddmm X{} Y{} b{bs}", short(xl), short(yl)));
+                    // Dense cuBLAS re-timed right before, for the same reason as plain SpMM above.
+                    let dense_now = b.dense_fresh(1, m, k, n)?;
                     let (ms, kernel) = b.sddmm(&mut c, xl, yl, n)?;
-                    let mut r = sinfo.row(format!("sddmm X{} Y{}", short(xl), short(yl)), kernel, ms);
+                    let mut r = CaseInfo { dense_ms: dense_now, ..sinfo }.row(format!("sddmm X{} Y{}", short(xl), short(yl)), kernel, ms);
                     // PyTorch on the attention (Q·Kᵀ) and weight-gradient (dyᵀ·x) forms.
                     if xl != yl {
                         r.peer_case = Some(peer("sddmm", bs, density, 1, (m, k, n), xl == Layout::ColMajor, yl == Layout::ColMajor, false));
