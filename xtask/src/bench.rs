@@ -14,8 +14,13 @@
 //!   cuBLAS strided-batched GEMM on the same shapes;
 //! - `--peers`: PyTorch's Triton BSR kernels on the same cases (default parameters and, with
 //!   `--tune`, tuned for this GPU by `tune_bsr_dense_addmm`, cached in `--peer-cache`).
+//!
+//! The JSON (`--json`) holds the rows and what is needed to place and reproduce them: GPU,
+//! compute capability, CUDA driver, git commit (at run time and at build time), seed (`--seed`
+//! draws the same operands and masks again). The charts of `plot.rs` are written beside it.
 
 use std::collections::HashMap;
+use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use blocksparse::{
@@ -26,13 +31,15 @@ use blocksparse_testkit::testgen::{TestRng, banded_mask, block_diagonal_mask, ex
 use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::{DTypeArg, PathArg};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Kernel path: auto, portable or hopper.
-    #[arg(long, default_value = "auto")]
-    path: KernelPath,
+    /// Kernel path.
+    #[arg(long, value_enum, default_value_t = PathArg::Auto)]
+    path: PathArg,
     #[arg(long, default_value_t = 8192)]
     m: usize,
     #[arg(long, default_value_t = 8192)]
@@ -45,9 +52,9 @@ pub struct Args {
     /// Block densities, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "0.125")]
     densities: Vec<f64>,
-    /// Input dtypes (f16, bf16), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "f16")]
-    dtypes: Vec<DType>,
+    /// Input dtypes, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "f16")]
+    dtypes: Vec<DTypeArg>,
     /// Also time a skewed pattern (a few block rows hold half the blocks) for each case.
     #[arg(long)]
     skewed: bool,
@@ -78,26 +85,39 @@ pub struct Args {
     /// Timed launches per measurement (median reported).
     #[arg(long, default_value_t = 50)]
     reps: usize,
-    /// Where to write the JSON results.
+    /// Seed of the random operands and masks (default: fresh, printed and recorded in the JSON).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Where to write the JSON results (the charts go beside it, `.svg`).
     #[arg(long, default_value = "target/bench.json")]
     json: String,
+    /// Do not draw the charts.
+    #[arg(long)]
+    no_plot: bool,
 }
 
-#[derive(Serialize, Clone, Debug)]
+/// One measurement. Read back by `plot.rs`, also from older files: missing fields take their
+/// defaults (`op` "spmm", `batch` 1) and the old names `bsr_ms` / `bsr_tflops` are accepted.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+#[serde(default)]
 pub struct Row {
+    #[serde(default = "default_op")]
     pub op: String,
     pub dtype: String,
     pub m: usize,
     pub n: usize,
     pub k: usize,
+    #[serde(default = "default_batch")]
     pub batch: usize,
     pub block: usize,
     pub kernel: String,
     pub pattern: String,
     pub density: f64,
     pub nnzb: usize,
+    #[serde(alias = "bsr_ms")]
     pub ms: f64,
     /// Effective TFLOP/s: nonzero blocks' work only.
+    #[serde(alias = "bsr_tflops")]
     pub tflops: f64,
     pub dense_ms: f64,
     pub dense_tflops: f64,
@@ -118,16 +138,65 @@ pub struct Row {
     pub peer_case: Option<serde_json::Value>,
 }
 
-#[derive(Serialize)]
-struct Report {
-    gpu: String,
-    compute_capability: (i32, i32),
-    module: String,
+fn default_op() -> String {
+    "spmm".into()
+}
+
+fn default_batch() -> usize {
+    1
+}
+
+/// A bench run: where it ran, from which code, and its rows. Read back by `plot.rs` (fields
+/// that older files lack take their defaults).
+#[derive(Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Report {
+    pub gpu: String,
+    pub compute_capability: (i32, i32),
+    pub module: String,
+    /// CUDA driver API version (`cuDriverGetVersion`), e.g. "12.8".
+    pub cuda_driver: String,
+    /// NVIDIA driver version from `nvidia-smi`, when it could be run.
+    pub nvidia_driver: Option<String>,
+    /// `git rev-parse HEAD` where bench ran ("-dirty" when `git status --porcelain` listed
+    /// changes), else `$BLOCKSPARSE_COMMIT`, else "unknown".
+    pub commit: String,
+    /// The commit this binary was built from (`build.rs`, same rules, short hash).
+    pub build_commit: String,
+    /// Seed of the random operands and masks (`--seed` reproduces them).
+    pub seed: Option<u64>,
     /// First `Context::new` + first SpMM of a process, driver cache off (`coldstart.rs`).
-    cold_start_ms: f64,
-    unix_time: u64,
-    reps: usize,
-    rows: Vec<Row>,
+    pub cold_start_ms: f64,
+    pub unix_time: u64,
+    pub reps: usize,
+    pub rows: Vec<Row>,
+}
+
+/// Runs `cmd args` and returns its trimmed stdout when it succeeds.
+fn command_output(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The commit of the working directory (see [`Report::commit`]).
+fn run_commit() -> String {
+    match command_output("git", &["rev-parse", "HEAD"]).filter(|h| !h.is_empty()) {
+        Some(head) => {
+            let dirty = command_output("git", &["status", "--porcelain"]).is_some_and(|s| !s.is_empty());
+            if dirty { format!("{head}-dirty") } else { head }
+        }
+        None => std::env::var("BLOCKSPARSE_COMMIT").ok().filter(|c| !c.is_empty()).unwrap_or_else(|| "unknown".into()),
+    }
+}
+
+/// The CUDA driver API version, e.g. "12.8" (the driver library is known to be loadable: a
+/// context is open).
+fn cuda_driver_version() -> String {
+    use blocksparse::cudarc::driver::sys;
+    let mut v: std::ffi::c_int = 0;
+    // SAFETY: writes one int; the driver library was loaded by the open context.
+    let r = unsafe { sys::cuDriverGetVersion(&mut v) };
+    if r == sys::CUresult::CUDA_SUCCESS { format!("{}.{}", v / 1000, (v % 1000) / 10) } else { format!("unknown ({r:?})") }
 }
 
 type Res<T> = Result<T, String>;
@@ -381,7 +450,7 @@ impl CaseInfo<'_> {
     }
 }
 
-fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, bar: &ProgressBar) -> Res<()> {
+fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Vec<Row>, bar: &ProgressBar) -> Res<()> {
     let gemm = DenseGemm::new(ctx)?;
     let mut b = Bench::<T> {
         ctx,
@@ -390,7 +459,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
         pool: Pool { mats: HashMap::new() },
         outs: HashMap::new(),
         dense_ms: HashMap::new(),
-        rng: seeded_rng(rand::rng().random()),
+        rng: seeded_rng(seed),
     };
     let (m, n, k) = (args.m, args.n, args.k);
     let dt = T::DTYPE;
@@ -512,8 +581,11 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, rows: &mut Vec<Row>, b
 }
 
 pub fn run(args: Args) -> Res<bool> {
-    let ctx = crate::open_context(args.path)?;
-    let cold_start_ms = crate::coldstart::measure(args.path)?;
+    let path = KernelPath::from(args.path);
+    let ctx = crate::open_context(path)?;
+    let seed = args.seed.unwrap_or_else(|| rand::rng().random());
+    println!("seed: {seed} (--seed {seed} draws the same operands and masks)");
+    let cold_start_ms = crate::coldstart::measure(path)?;
     for &bs in &args.blocks {
         if !args.m.is_multiple_of(bs) || !args.k.is_multiple_of(bs) || (args.batched && 2048 % bs != 0) {
             return Err(format!("M = {} and K = {} must be multiples of the block size {bs}", args.m, args.k));
@@ -528,9 +600,9 @@ pub fn run(args: Args) -> Res<bool> {
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
     let mut rows = Vec::new();
     for &dt in &args.dtypes {
-        match dt {
-            DType::F16 => run_dtype::<f16>(&ctx, &args, &mut rows, &bar)?,
-            DType::Bf16 => run_dtype::<bf16>(&ctx, &args, &mut rows, &bar)?,
+        match DType::from(dt) {
+            DType::F16 => run_dtype::<f16>(&ctx, &args, seed, &mut rows, &bar)?,
+            DType::Bf16 => run_dtype::<bf16>(&ctx, &args, seed, &mut rows, &bar)?,
             DType::F32 => return Err("f32 inputs are not supported (use f16 or bf16)".into()),
         }
     }
@@ -542,6 +614,12 @@ pub fn run(args: Args) -> Res<bool> {
         gpu: ctx.device_name().to_string(),
         compute_capability: ctx.compute_capability(),
         module: format!("{:?}", ctx.arch()),
+        cuda_driver: cuda_driver_version(),
+        nvidia_driver: command_output("nvidia-smi", &["--query-gpu=driver_version", "--format=csv,noheader"])
+            .and_then(|s| s.lines().next().map(str::to_string)),
+        commit: run_commit(),
+        build_commit: env!("BLOCKSPARSE_BUILD_COMMIT").to_string(),
+        seed: Some(seed),
         cold_start_ms,
         unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         reps: args.reps,
@@ -559,6 +637,13 @@ pub fn run(args: Args) -> Res<bool> {
         report.compute_capability.1,
         ctx.arch(),
         args.reps
+    );
+    println!(
+        "run: CUDA driver {}{}, commit {} (built from {}), seed {seed}",
+        report.cuda_driver,
+        report.nvidia_driver.as_deref().map_or(String::new(), |v| format!(" (NVIDIA {v})")),
+        report.commit,
+        report.build_commit
     );
     println!(
         "ratio: effective TFLOP/s (nonzero blocks) / dense cuBLAS TFLOP/s on the same shapes, same run; vs plain: time / plain SpMM time on the same pattern, timed just before"
@@ -604,5 +689,10 @@ pub fn run(args: Args) -> Res<bool> {
         );
     }
     println!("json: {}", args.json);
+    if !args.no_plot {
+        for svg in crate::plot::render(&report, std::path::Path::new(&args.json))? {
+            println!("plot: {}", svg.display());
+        }
+    }
     Ok(true)
 }

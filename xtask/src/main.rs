@@ -3,18 +3,20 @@
 //! - `cargo xtask bench`: CUDA-event timings of the BSR product and of dense cuBLAS, same run,
 //!   and the cold start (`coldstart.rs`).
 //!
-//! And one that needs no GPU:
-//! - `cargo xtask build-ptx [--check]`: the kernel modules committed in `host/kernels/`.
+//! And those that need no GPU:
+//! - `cargo xtask build-ptx [--check]`: the kernel modules committed in `host/kernels/`;
+//! - `cargo xtask plot <json>...`: the charts of bench results (`plot.rs`), beside each JSON.
 
 use std::process::ExitCode;
 
-use blocksparse::{Context, KernelPath};
-use clap::{Parser, Subcommand};
+use blocksparse::{Context, DType, KernelPath};
+use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
 mod build_ptx;
 mod coldstart;
 mod peers;
+mod plot;
 mod streams;
 mod validate;
 
@@ -33,9 +35,51 @@ enum Cmd {
     Bench(bench::Args),
     /// Build the kernel modules (PTX and cubins) into host/kernels/ (no GPU needed).
     BuildPtx(build_ptx::Args),
+    /// Draw the charts (SVG) of bench JSON files, beside each file (no GPU needed).
+    Plot(plot::Args),
     /// The timed child process of bench's cold-start measurement.
     #[command(hide = true)]
     ColdStartChild(coldstart::ChildArgs),
+}
+
+/// `--path`: which kernels a context runs (clap's side of [`KernelPath`], which knows no clap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PathArg {
+    /// The best module for the device: sm_90a on compute capability 9.0, sm_80 elsewhere.
+    Auto,
+    /// The portable sm_80 module (mma.sync), any device of compute capability 8.0 or newer.
+    Portable,
+    /// The Hopper sm_90a module (compute capability 9.0 only).
+    Hopper,
+}
+
+impl From<PathArg> for KernelPath {
+    fn from(p: PathArg) -> Self {
+        match p {
+            PathArg::Auto => KernelPath::Auto,
+            PathArg::Portable => KernelPath::Portable,
+            PathArg::Hopper => KernelPath::Hopper,
+        }
+    }
+}
+
+/// `--dtypes`: the input element types bench times (clap's side of [`DType`]; f32 inputs are
+/// not supported, so not offered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DTypeArg {
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl From<DTypeArg> for DType {
+    fn from(d: DTypeArg) -> Self {
+        match d {
+            DTypeArg::F16 => DType::F16,
+            DTypeArg::Bf16 => DType::Bf16,
+        }
+    }
 }
 
 /// Opens the GPU or explains why not. The message "no CUDA device" is what scripts look for.
@@ -55,6 +99,7 @@ fn main() -> ExitCode {
         Cmd::Validate(a) => validate::run(a),
         Cmd::Bench(a) => bench::run(a),
         Cmd::BuildPtx(a) => build_ptx::run(a),
+        Cmd::Plot(a) => plot::run(a),
         Cmd::ColdStartChild(a) => coldstart::child(a),
     };
     match result {

@@ -6,7 +6,11 @@
 //! - **borrowed buffers and device parts**: a BSR made on the device from int64 index arrays
 //!   (PyTorch's), B and C as views into the caller's allocations at an offset, against the f64
 //!   reference; the elements around C's view untouched; a misaligned view and a negative device
-//!   index rejected with their typed errors.
+//!   index rejected with their typed errors;
+//! - **padded round trip** (hardening issue #2 and #5): `write_matrix` and `download_matrix` on
+//!   matrices wrapped by `from_slice` with `ld > cols` (row- and column-major, a batch), the
+//!   padding between rows and matrices left as it was, exactly the matrix's elements back, and
+//!   a buffer one element short rejected.
 
 use blocksparse::cudarc::driver::{CudaSlice, DriverError};
 use blocksparse::{BlockShape, Bsr, Context, Error, Layout, MatMut, MatRef, MatShape, Transpose};
@@ -143,5 +147,54 @@ pub fn caller_buffers(ctx: &Context, seed: u64) -> (bool, String) {
     match run() {
         Ok(d) => (true, d),
         Err(d) => (false, d),
+    }
+}
+
+/// `write_matrix` / `download_matrix` over caller-made buffers with padded rows (the cases of
+/// hardening issue #2: 2×5 with ld 8, 2×8 with ld 16), a column-major one and a batch.
+pub fn padded_round_trip(ctx: &Context, seed: u64) -> (bool, String) {
+    let run = || -> Result<String, String> {
+        let mut rng = seeded_rng(seed);
+        let sentinel = f16::from_f32(-7.0);
+        let shapes = [
+            MatShape::new(2, 5, 8, Layout::RowMajor),
+            MatShape::new(2, 8, 16, Layout::RowMajor),
+            MatShape::new(5, 3, 8, Layout::ColMajor),
+            MatShape::new(3, 5, 8, Layout::RowMajor).batched(2, 32),
+        ];
+        for shape in shapes {
+            let len = shape.extent().map_err(e)?;
+            let buf: CudaSlice<f16> = ctx.stream().clone_htod(&vec![sentinel; len]).map_err(d)?;
+            let mut m = blocksparse::DeviceMatrix::from_slice_batched(buf, shape).map_err(e)?;
+            let data = random_values::<f16>(shape.batch * shape.rows * shape.cols, &mut rng);
+            ctx.write_matrix(&mut m, &data).map_err(e)?;
+            let back = ctx.download_matrix(&m).map_err(e)?;
+            if back != data {
+                return Err(format!("{shape:?}: download differs from what was written"));
+            }
+            let raw = ctx.stream().clone_dtoh(m.slice()).map_err(d)?;
+            let mut inside = vec![false; len];
+            for b in 0..shape.batch {
+                for i in 0..shape.rows {
+                    for j in 0..shape.cols {
+                        inside[shape.offset(b, i, j)] = true;
+                    }
+                }
+            }
+            let touched = raw.iter().zip(&inside).filter(|(v, inside)| !**inside && **v != sentinel).count();
+            if touched > 0 {
+                return Err(format!("{shape:?}: {touched} padding elements overwritten"));
+            }
+            let short: CudaSlice<f16> = ctx.stream().alloc_zeros(len - 1).map_err(d)?;
+            match blocksparse::DeviceMatrix::from_slice_batched(short, shape) {
+                Err(Error::BufferTooSmall { .. }) => {}
+                other => return Err(format!("{shape:?}: a buffer one element short gave {:?}", other.map(|_| ()))),
+            }
+        }
+        Ok(format!("{} shapes: written and read back exactly, padding untouched, short buffers rejected", shapes.len()))
+    };
+    match run() {
+        Ok(detail) => (true, detail),
+        Err(why) => (false, why),
     }
 }

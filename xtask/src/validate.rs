@@ -10,11 +10,13 @@ use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
 
+use crate::PathArg;
+
 #[derive(clap::Args)]
 pub struct Args {
-    /// Kernel path: auto, portable or hopper.
-    #[arg(long, default_value = "auto")]
-    path: KernelPath,
+    /// Kernel path.
+    #[arg(long, value_enum, default_value_t = PathArg::Auto)]
+    path: PathArg,
     /// Seed of the random data (default: fresh).
     #[arg(long)]
     seed: Option<u64>,
@@ -494,7 +496,7 @@ fn dispatch(ctx: &Context, c: &Case, rng: &mut TestRng) -> Result<Outcome, Strin
 }
 
 pub fn run(args: Args) -> Result<bool, String> {
-    let ctx = crate::open_context(args.path)?;
+    let ctx = crate::open_context(args.path.into())?;
     let seed = args.seed.unwrap_or_else(|| rand::rng().random());
     println!(
         "validate: {} (cc {}.{}, {} SMs), module {:?}, seed {seed}",
@@ -556,6 +558,7 @@ pub fn run(args: Args) -> Result<bool, String> {
         let checks = [
             ("stream ordering: C written on s1, read on s2 through cudarc, no manual sync", crate::streams::stream_ordering(&ctx, seed)),
             ("caller's buffers: int64 device parts, offset views, typed errors", crate::streams::caller_buffers(&ctx, seed ^ 1)),
+            ("padded matrices: write_matrix / download_matrix over from_slice", crate::streams::padded_round_trip(&ctx, seed ^ 2)),
         ];
         for (label, (ok, detail)) in checks {
             if ok {
