@@ -158,8 +158,10 @@ pub struct Report {
     pub cuda_driver: String,
     /// NVIDIA driver version from `nvidia-smi`, when it could be run.
     pub nvidia_driver: Option<String>,
-    /// `git rev-parse HEAD` where bench ran ("-dirty" when `git status --porcelain` listed
-    /// changes), else `$BLOCKSPARSE_COMMIT`, else "unknown".
+    /// `$BLOCKSPARSE_COMMIT` when set, else `git rev-parse HEAD` where bench ran ("-dirty"
+    /// when `git status --porcelain` listed changes), else "unknown". (A copy of the tree on
+    /// another machine may carry a stale `.git`: set the variable there, or read
+    /// `build_commit`.)
     pub commit: String,
     /// The commit this binary was built from (`build.rs`, same rules, short hash).
     pub build_commit: String,
@@ -180,12 +182,15 @@ fn command_output(cmd: &str, args: &[&str]) -> Option<String> {
 
 /// The commit of the working directory (see [`Report::commit`]).
 fn run_commit() -> String {
+    if let Some(c) = std::env::var("BLOCKSPARSE_COMMIT").ok().filter(|c| !c.is_empty()) {
+        return c;
+    }
     match command_output("git", &["rev-parse", "HEAD"]).filter(|h| !h.is_empty()) {
         Some(head) => {
             let dirty = command_output("git", &["status", "--porcelain"]).is_some_and(|s| !s.is_empty());
             if dirty { format!("{head}-dirty") } else { head }
         }
-        None => std::env::var("BLOCKSPARSE_COMMIT").ok().filter(|c| !c.is_empty()).unwrap_or_else(|| "unknown".into()),
+        None => "unknown".into(),
     }
 }
 
