@@ -127,6 +127,150 @@ pub fn block_diagonal_mask(block_rows: usize, block_cols: usize, density: f64) -
     mask
 }
 
+/// A row-major causal block mask: block row `r` holds every block column up to its diagonal
+/// `(r + 1) · block_cols / block_rows` (exclusive), so about half the blocks (causal attention).
+pub fn causal_mask(block_rows: usize, block_cols: usize) -> Vec<bool> {
+    let mut mask = vec![false; block_rows * block_cols];
+    for r in 0..block_rows {
+        let end = ((r + 1) * block_cols).div_ceil(block_rows.max(1)).min(block_cols);
+        for c in 0..end {
+            mask[r * block_cols + c] = true;
+        }
+    }
+    mask
+}
+
+/// A row-major sliding-window block mask: block row `r` holds the block columns within `half`
+/// of its diagonal column `r · block_cols / block_rows` (clipped at the edges, no wrap-around):
+/// local attention with a window of `2 · half + 1` blocks.
+pub fn window_mask(block_rows: usize, block_cols: usize, half: usize) -> Vec<bool> {
+    let mut mask = vec![false; block_rows * block_cols];
+    for r in 0..block_rows {
+        let diag = r * block_cols / block_rows.max(1);
+        for c in diag.saturating_sub(half)..(diag + half + 1).min(block_cols) {
+            mask[r * block_cols + c] = true;
+        }
+    }
+    mask
+}
+
+/// A BigBird-like block mask: a sliding window of `window` blocks around the diagonal, the first
+/// `global` block rows and block columns full (global tokens), and `random` more blocks per row
+/// at random columns (fewer where the row has no room).
+pub fn bigbird_mask(block_rows: usize, block_cols: usize, window: usize, global: usize, random: usize, rng: &mut impl Rng) -> Vec<bool> {
+    let mut mask = window_mask(block_rows, block_cols, window / 2);
+    for r in 0..block_rows {
+        for c in 0..block_cols {
+            if r < global || c < global {
+                mask[r * block_cols + c] = true;
+            }
+        }
+        let free: Vec<usize> = (r * block_cols..(r + 1) * block_cols).filter(|&i| !mask[i]).collect();
+        set_random_subset(&mut mask, free, random, rng);
+    }
+    mask
+}
+
+/// A block mask with heavy-tailed row lengths, like the rows of magnitude-pruned weights: every
+/// row draws a light length of 1–3 blocks, and the row of rank `i` (ranks shuffled over the
+/// rows) holds `max(light, c / (i + 1)³)` blocks, at most `block_cols`, with `c` chosen so that
+/// the mask holds about `density · blocks` blocks. At 10 %: a few percent of the rows full, a
+/// short tail of intermediate rows, and most rows with one to three blocks; columns at random.
+pub fn zipf_rows_mask(block_rows: usize, block_cols: usize, density: f64, rng: &mut impl Rng) -> Vec<bool> {
+    let target = clamp01(density) * (block_rows * block_cols) as f64;
+    let light: Vec<usize> = (0..block_rows).map(|_| rng.random_range(1..=3usize).min(block_cols)).collect();
+    let lens = |c: f64| -> Vec<usize> {
+        (0..block_rows).map(|i| ((c / ((i + 1) as f64).powi(3)).round() as usize).max(light[i]).min(block_cols)).collect()
+    };
+    // The total grows with c: bisect c for the target.
+    let (mut lo, mut hi) = (0.0f64, 4.0 * (block_rows.max(block_cols) as f64).powi(4) + 1.0);
+    for _ in 0..128 {
+        let mid = 0.5 * (lo + hi);
+        if (lens(mid).iter().sum::<usize>() as f64) < target { lo = mid } else { hi = mid }
+    }
+    let lens = lens(hi);
+    let mut rows: Vec<usize> = (0..block_rows).collect();
+    for i in 0..block_rows {
+        let j = rng.random_range(i..block_rows);
+        rows.swap(i, j);
+    }
+    let mut mask = vec![false; block_rows * block_cols];
+    for (rank, &r) in rows.iter().enumerate() {
+        set_random_subset(&mut mask, (r * block_cols..(r + 1) * block_cols).collect(), lens[rank], rng);
+    }
+    mask
+}
+
+/// A top-k block mask: every block row holds `k` blocks (all of them if `k ≥ block_cols`) at
+/// random columns, as when attention keeps the k highest-scoring blocks of each row.
+pub fn topk_mask(block_rows: usize, block_cols: usize, k: usize, rng: &mut impl Rng) -> Vec<bool> {
+    let mut mask = vec![false; block_rows * block_cols];
+    for r in 0..block_rows {
+        set_random_subset(&mut mask, (r * block_cols..(r + 1) * block_cols).collect(), k, rng);
+    }
+    mask
+}
+
+/// The mask families of real block-sparse workloads, as `bench --masks` and `validate` use them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MaskFamily {
+    /// Blocks placed uniformly at random, exactly this density.
+    Uniform(f64),
+    /// Causal attention ([`causal_mask`]).
+    Causal,
+    /// Sliding-window attention, `±half` blocks ([`window_mask`]).
+    Window(usize),
+    /// Block-diagonal with this many groups ([`block_diagonal_mask`]).
+    BlockDiagonal(usize),
+    /// BigBird-like: window 3, 2 global rows and columns, 3 random blocks per row
+    /// ([`bigbird_mask`]).
+    BigBird,
+    /// Heavy-tailed row lengths at about this density ([`zipf_rows_mask`]).
+    Zipf(f64),
+    /// `k` random blocks per row ([`topk_mask`]).
+    TopK(usize),
+}
+
+impl MaskFamily {
+    /// The families of the "real masks" issue, at the parameters its targets name.
+    pub const REAL: [MaskFamily; 7] = [
+        MaskFamily::Causal,
+        MaskFamily::Window(8),
+        MaskFamily::BlockDiagonal(8),
+        MaskFamily::BigBird,
+        MaskFamily::Zipf(0.10),
+        MaskFamily::TopK(16),
+        MaskFamily::Uniform(0.125),
+    ];
+
+    /// A short name for tables and JSON (`causal`, `window8`, `blockdiag8`, `bigbird`,
+    /// `zipf0.1`, `top16`, `uniform0.125`).
+    pub fn name(&self) -> String {
+        match self {
+            MaskFamily::Uniform(d) => format!("uniform{d}"),
+            MaskFamily::Causal => "causal".into(),
+            MaskFamily::Window(h) => format!("window{h}"),
+            MaskFamily::BlockDiagonal(g) => format!("blockdiag{g}"),
+            MaskFamily::BigBird => "bigbird".into(),
+            MaskFamily::Zipf(d) => format!("zipf{d}"),
+            MaskFamily::TopK(k) => format!("top{k}"),
+        }
+    }
+
+    /// The family's mask on a `block_rows × block_cols` grid.
+    pub fn mask(&self, block_rows: usize, block_cols: usize, rng: &mut impl Rng) -> Vec<bool> {
+        match *self {
+            MaskFamily::Uniform(d) => exact_mask(block_rows, block_cols, d, rng),
+            MaskFamily::Causal => causal_mask(block_rows, block_cols),
+            MaskFamily::Window(h) => window_mask(block_rows, block_cols, h),
+            MaskFamily::BlockDiagonal(g) => block_diagonal_mask(block_rows, block_cols, 1.0 / g.max(1) as f64),
+            MaskFamily::BigBird => bigbird_mask(block_rows, block_cols, 3, 2, 3, rng),
+            MaskFamily::Zipf(d) => zipf_rows_mask(block_rows, block_cols, d, rng),
+            MaskFamily::TopK(k) => topk_mask(block_rows, block_cols, k, rng),
+        }
+    }
+}
+
 /// `len` values uniform in `[-1, 1]`, none of them zero after rounding to `T` (a value that
 /// rounds to zero is drawn again), so every stored block really is non-zero.
 pub fn random_values<T: Element>(len: usize, rng: &mut impl Rng) -> Vec<T> {
@@ -165,6 +309,55 @@ pub fn seeded_rng(seed: u64) -> TestRng {
 mod tests {
     use super::*;
     use half::{bf16, f16};
+
+    fn row_lens(mask: &[bool], cols: usize) -> Vec<usize> {
+        mask.chunks(cols).map(|r| r.iter().filter(|&&x| x).count()).collect()
+    }
+
+    /// Each real-mask family has the structure its name promises, on square and non-square
+    /// grids, and is reproducible from its seed.
+    #[test]
+    fn mask_families_have_their_structure() {
+        let seed = test_seed("mask_families_have_their_structure");
+        for (br, bc) in [(128usize, 128usize), (256, 256), (64, 64), (96, 160)] {
+            let mut rng = seeded_rng(seed);
+            // Causal: row r holds a prefix, ending at its diagonal; about half the blocks.
+            let m = causal_mask(br, bc);
+            for r in 0..br {
+                let l = row_lens(&m, bc)[r];
+                assert!(m[r * bc..r * bc + l].iter().all(|&x| x) && l >= 1, "causal row {r}");
+            }
+            let d = m.iter().filter(|&&x| x).count() as f64 / (br * bc) as f64;
+            assert!((0.5..0.5 + 1.5 / br as f64).contains(&d), "causal density {d}");
+            // Window ±8: 17 blocks away from the edges, contiguous around the diagonal.
+            let m = window_mask(br, bc, 8);
+            let mid = br / 2;
+            assert_eq!(row_lens(&m, bc)[mid], 17.min(bc));
+            assert!(m[mid * bc + mid * bc / br], "window holds its diagonal");
+            // BigBird: window + 2 global rows/cols + 3 random per row.
+            let m = bigbird_mask(br, bc, 3, 2, 3, &mut rng);
+            let lens = row_lens(&m, bc);
+            assert_eq!(lens[0], bc, "global row full");
+            assert!(m.chunks(bc).all(|r| r[0] && r[1]), "global columns full");
+            assert!(lens[2..].iter().all(|&l| (5..=8).contains(&l)), "bigbird rows {:?}", &lens[..8]);
+            // Zipf at 10 %: total within 2 % of the target, a few long rows, most short.
+            let m = zipf_rows_mask(br, bc, 0.10, &mut rng);
+            let lens = row_lens(&m, bc);
+            let total: usize = lens.iter().sum();
+            let target = 0.10 * (br * bc) as f64;
+            assert!((total as f64 - target).abs() <= 0.02 * target + 2.0, "zipf total {total} vs {target}");
+            assert!(lens.iter().all(|&l| l >= 1));
+            let short = lens.iter().filter(|&&l| l <= 3).count();
+            assert!(short * 2 > br, "most zipf rows short: {short} of {br}");
+            assert!(*lens.iter().max().unwrap() >= bc / 4, "a long zipf row: {lens:?}");
+            // Top-16: exactly 16 per row.
+            assert!(row_lens(&topk_mask(br, bc, 16, &mut rng), bc).iter().all(|&l| l == 16.min(bc)));
+            // Every family reproducible from the seed.
+            for f in MaskFamily::REAL {
+                assert_eq!(f.mask(br, bc, &mut seeded_rng(seed)), f.mask(br, bc, &mut seeded_rng(seed)), "{}", f.name());
+            }
+        }
+    }
 
     #[test]
     fn exact_mask_has_exact_count() {

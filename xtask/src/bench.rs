@@ -3,7 +3,9 @@
 //! reported. Dense operands are random (never zeros) and made once per shape.
 //!
 //! Suites (flags add to the default plain-SpMM sweep):
-//! - default: `C = A·B` for each block size × density (× `--skewed`, `--structured` masks);
+//! - default: `C = A·B` for each block size × density (× `--skewed`, `--structured` masks;
+//!   `--masks`: the families of real workloads, `testgen::MaskFamily::REAL`, with PyTorch on the
+//!   same pattern under `--peers`);
 //! - `--ops`: every op and layout on the uniform masks: SpMM with op(A) ∈ {A, Aᵀ}, op(B) ∈ {B,
 //!   Bᵀ}, C row- or column-major; dense × sparse in its four transpose combinations; SDDMM with
 //!   X and Y in either layout; each SpMM-like row also as a time ratio to plain SpMM on the same
@@ -27,7 +29,9 @@ use blocksparse::{
     BlockShape, Bsr, Context, DType, DeviceBsr, DeviceMatrix, InputElement, KernelPath, Layout, MatMut, MatRef, PlanOptions, Transpose,
 };
 use blocksparse_testkit::dense::DenseGemm;
-use blocksparse_testkit::testgen::{TestRng, banded_mask, block_diagonal_mask, exact_mask, random_values, seeded_rng, skewed_mask};
+use blocksparse_testkit::testgen::{
+    MaskFamily, TestRng, banded_mask, block_diagonal_mask, exact_mask, random_values, seeded_rng, skewed_mask,
+};
 use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
@@ -61,6 +65,11 @@ pub struct Args {
     /// Also time banded and block-diagonal patterns of the same density for each case.
     #[arg(long)]
     structured: bool,
+    /// Also time the mask families of real workloads (causal, sliding window ±8 blocks,
+    /// block-diagonal in 8 groups, BigBird-like, heavy-tailed rows at ~10 %, top-16 blocks per
+    /// row) at each block size, once (with the first density); each row prints its own density.
+    #[arg(long)]
+    masks: bool,
     /// Also time every op and layout (see the module docs).
     #[arg(long)]
     ops: bool,
@@ -396,6 +405,12 @@ fn pattern_masks(args: &Args, br: usize, bc: usize, density: f64, rng: &mut Test
         v.push(("banded".to_string(), banded_mask(br, bc, density)));
         v.push(("blockdiag".to_string(), block_diagonal_mask(br, bc, density)));
     }
+    if args.masks && density == args.densities[0] {
+        // Uniform random is the sweep's own first row.
+        for f in MaskFamily::REAL.iter().filter(|f| !matches!(f, MaskFamily::Uniform(_))) {
+            v.push((f.name(), f.mask(br, bc, rng)));
+        }
+    }
     v
 }
 
@@ -476,6 +491,8 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
                 for (pattern, mask) in pattern_masks(args, m / bs, k / bs, density, &mut b.rng) {
                     bar.set_message(format!("{dt} spmm b{bs} {pattern} {density}"));
                     let nnzb = mask.iter().filter(|&&x| x).count();
+                    // Mask families have their own density.
+                    let density = if MaskFamily::REAL.iter().any(|f| f.name() == pattern) { nnzb as f64 / mask.len() as f64 } else { density };
                     let a = b.bsr(1, m, k, bs, &mask)?;
                     let flops = 2.0 * (nnzb * bs * bs * n) as f64;
                     let mut choices = vec![(String::from("spmm"), PlanOptions::default())];
@@ -487,6 +504,12 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
                         if pattern == "uniform" && label == "spmm" {
                             r.peer_case =
                                 Some(peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune && density == args.densities[0]));
+                        } else if label == "spmm" && MaskFamily::REAL.iter().any(|f| f.name() == pattern) {
+                            // PyTorch on the same pattern: the mask travels with the case.
+                            let mut c = peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune);
+                            c["pattern"] = serde_json::json!(pattern);
+                            c["mask"] = serde_json::json!(mask.iter().map(|&x| if x { '1' } else { '0' }).collect::<String>());
+                            r.peer_case = Some(c);
                         }
                         rows.push(r);
                     }
@@ -600,6 +623,7 @@ pub fn run(args: Args) -> Res<bool> {
         0
     } else {
         args.blocks.len() * args.densities.len() * (1 + args.skewed as usize + 2 * args.structured as usize)
+            + args.blocks.len() * if args.masks { MaskFamily::REAL.len() - 1 } else { 0 }
     }) + args.blocks.len() * (args.ops as usize + args.batched as usize);
     let bar = ProgressBar::new((per_dtype * args.dtypes.len()) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));

@@ -12,6 +12,9 @@ stdin:  one JSON list of cases (a single object is taken as a list of one). Fiel
           dtype     "f16" | "bf16"
           batch     >= 1                                               (default 1)
           trans_a   bool                                               (default false)
+          mask      row-major '0'/'1' string over the (m/b, k/b) block grid: use this pattern
+                    (spmm without trans_a) instead of a random one at `density`; `pattern`
+                    names it (default: none)
           trans_b   bool                                               (default false)
           tune      bool: also time with meta-parameters tuned here    (default false)
 stdout: one JSON object per case, one line each, flushed as soon as the case is done:
@@ -89,6 +92,7 @@ bound to a wrapper that
 Environment: PEERS_TUNE_TIMER, PEERS_TUNE_BUDGET_S, PEERS_TUNE_GRAPH_REP_MS, PEERS_TUNE_WARMUP_MS.
 """
 
+import hashlib
 import json
 import os
 import sys
@@ -255,6 +259,7 @@ def cache_key(c, device):
         f"{device}|{c['op']}|m={c['m']},n={c['n']},k={c['k']}|b={c['block']}|{c['dtype']}"
         f"|density={c['density']!r}|trans_a={int(c['trans_a'])},trans_b={int(c['trans_b'])}"
         f"|batch={c['batch']}"
+        + (f"|pattern={c.get('pattern')}|mask={hashlib.sha1(c['mask'].encode()).hexdigest()[:16]}" if c.get("mask") else "")
     )
 
 
@@ -324,6 +329,15 @@ def run_spmm(c, r, notes, cache, cache_path, device):
         a_bsr, nnzb = to_bsr(stored.mT.contiguous(), b, int(mask.sum()))
         del stored
         notes.append("transposed A converted to BSR before timing")
+    elif c.get("mask"):
+        # The caller's pattern (a mask family): row-major '0'/'1' over the (m/b, k/b) grid.
+        bits = c["mask"]
+        if len(bits) != (m // b) * (k // b):
+            raise RuntimeError(f"mask has {len(bits)} cells, the grid {(m // b) * (k // b)}")
+        mask = torch.tensor([ch == "1" for ch in bits], device="cuda").reshape(m // b, k // b)
+        dense_a = masked_dense(mask, b, batch, dt, gen)
+        a_bsr, nnzb = to_bsr(dense_a, b, int(mask.sum()))
+        del dense_a
     else:
         mask = block_mask(m // b, k // b, c["density"], gen)
         dense_a = masked_dense(mask, b, batch, dt, gen)

@@ -5,7 +5,9 @@
 
 use blocksparse::{BlockShape, Bsr, Context, DType, DeviceMatrix, Element, InputElement, KernelPath, Layout, Transpose};
 use blocksparse_testkit::reference::{HostMat, dense_sparse_reference, rel_error, sddmm_reference, spmm_reference};
-use blocksparse_testkit::testgen::{TestRng, banded_mask, block_diagonal_mask, random_mask, random_values, seeded_rng, skewed_mask};
+use blocksparse_testkit::testgen::{
+    MaskFamily, TestRng, banded_mask, block_diagonal_mask, random_mask, random_values, seeded_rng, skewed_mask,
+};
 use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
@@ -107,6 +109,8 @@ enum Pattern {
     Banded(f64),
     /// Groups of rows on the same columns.
     BlockDiagonal(f64),
+    /// A mask family of real workloads (causal, window, BigBird-like, heavy-tailed rows, top-k).
+    Family(MaskFamily),
 }
 
 /// Which product, and how its dense operands lie (the layout of the view the op receives:
@@ -282,6 +286,21 @@ fn cases() -> Vec<Case> {
         v.push(Op::Sddmm { x: C, y: R }, (2048, 2048, 4096), (bm, bk), (F16, F32), Pattern::Uniform(0.05), (1.0, 0.0), 1);
     }
 
+    // ---- the mask families of real workloads (bench --masks), every op family once ----
+    for (i, f) in MaskFamily::REAL.iter().filter(|f| !matches!(f, MaskFamily::Uniform(_))).enumerate() {
+        for (j, &(bm, bk)) in [(16, 16), (32, 32), (64, 64), (128, 128)].iter().enumerate() {
+            let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][(i + j) % 4];
+            let ab = if (i + j) % 3 == 1 { (0.5, 1.5) } else { (1.0, 0.0) };
+            v.push(Op::Spmm { op_a: N, b: R, c: R }, (32 * bm, 24 * bk, 136 + 8 * j), (bm, bk), dt, Pattern::Family(*f), ab, 1);
+        }
+        let op = [
+            Op::Spmm { op_a: T, b: C, c: C },
+            Op::DenseSparse { x: R, op_a: T, c: R },
+            Op::Sddmm { x: R, y: C },
+        ][i % 3];
+        v.push(op, (24 * 64, 32 * 64, 192), (64, 64), (F16, F32), Pattern::Family(*f), (1.0, 0.5), 1 + i % 2);
+    }
+
     // ---- batches sharing one pattern ----
     for (bm, bk) in [(64, 64), (128, 128), (32, 32), (64, 128)] {
         v.push(Op::Spmm { op_a: N, b: R, c: R }, (512, 512, 192), (bm, bk), (F16, F16), Pattern::Uniform(0.3), (1.0, 0.0), 3);
@@ -313,6 +332,7 @@ fn make_mask(c: &Case, rng: &mut TestRng) -> Vec<bool> {
         Pattern::Uniform(d) => random_mask(br, bc, d, rng),
         Pattern::Skewed(d, rows, share) => skewed_mask(br, bc, d, rows, share, rng),
         Pattern::Banded(d) => banded_mask(br, bc, d),
+        Pattern::Family(f) => f.mask(br, bc, rng),
         Pattern::BlockDiagonal(d) => block_diagonal_mask(br, bc, d),
         Pattern::OneRow => {
             let row = rng.random_range(0..br);
