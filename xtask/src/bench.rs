@@ -492,7 +492,8 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
                     bar.set_message(format!("{dt} spmm b{bs} {pattern} {density}"));
                     let nnzb = mask.iter().filter(|&&x| x).count();
                     // Mask families have their own density.
-                    let density = if MaskFamily::REAL.iter().any(|f| f.name() == pattern) { nnzb as f64 / mask.len() as f64 } else { density };
+                    let density =
+                        if MaskFamily::REAL.iter().any(|f| f.name() == pattern) { nnzb as f64 / mask.len() as f64 } else { density };
                     let a = b.bsr(1, m, k, bs, &mask)?;
                     let flops = 2.0 * (nnzb * bs * bs * n) as f64;
                     let mut choices = vec![(String::from("spmm"), PlanOptions::default())];

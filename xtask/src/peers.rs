@@ -52,7 +52,9 @@ pub fn run(rows: &mut [Row], cache: &str) {
         let tuned = num("tuned_graph_tflops").or_else(|| num("tuned_tflops"));
         let same = |r: &Row| {
             let Some(c) = &r.peer_case else { return false };
-            ["op", "m", "n", "k", "block", "density", "dtype", "batch", "trans_a", "trans_b", "pattern"].iter().all(|f| c.get(*f) == v.get(*f))
+            ["op", "m", "n", "k", "block", "density", "dtype", "batch", "trans_a", "trans_b", "pattern"]
+                .iter()
+                .all(|f| c.get(*f) == v.get(*f))
         };
         for r in rows.iter_mut().filter(|r| same(r)) {
             r.peer_tflops = default;

@@ -293,11 +293,7 @@ fn cases() -> Vec<Case> {
             let ab = if (i + j) % 3 == 1 { (0.5, 1.5) } else { (1.0, 0.0) };
             v.push(Op::Spmm { op_a: N, b: R, c: R }, (32 * bm, 24 * bk, 136 + 8 * j), (bm, bk), dt, Pattern::Family(*f), ab, 1);
         }
-        let op = [
-            Op::Spmm { op_a: T, b: C, c: C },
-            Op::DenseSparse { x: R, op_a: T, c: R },
-            Op::Sddmm { x: R, y: C },
-        ][i % 3];
+        let op = [Op::Spmm { op_a: T, b: C, c: C }, Op::DenseSparse { x: R, op_a: T, c: R }, Op::Sddmm { x: R, y: C }][i % 3];
         v.push(op, (24 * 64, 32 * 64, 192), (64, 64), (F16, F32), Pattern::Family(*f), (1.0, 0.5), 1 + i % 2);
     }
 
