@@ -401,23 +401,38 @@ fn density_chart(path: &Path, header: &str, rows: &[&Row]) -> Res<()> {
     root.present().map_err(de)
 }
 
-/// The categories of rows keyed by `name` (and by density when there are several), in order
+/// The categories of rows keyed by `name`, and by density too where a name has several rows
+/// for one block size (a sweep); a name with one row per block size (a mask family, whose
+/// density depends on the block size) is one category, labelled with its densities. In order
 /// of first appearance, with each category's label lines.
-fn categories(rows: &[&Row], name: impl Fn(&Row) -> String, wrap: usize) -> (Vec<(String, f64)>, Vec<Vec<String>>) {
-    let several = sorted_unique(rows.iter().map(|r| r.density)).len() > 1;
-    let mut keys: Vec<(String, f64)> = Vec::new();
+fn categories(rows: &[&Row], name: impl Fn(&Row) -> String, wrap: usize) -> (Vec<(String, Option<f64>)>, Vec<Vec<String>>) {
+    let per_block_unique = |n: &str| {
+        let blocks: Vec<usize> = rows.iter().filter(|r| name(r) == n).map(|r| r.block).collect();
+        blocks.iter().enumerate().all(|(i, b)| !blocks[..i].contains(b))
+    };
+    let mut keys: Vec<(String, Option<f64>)> = Vec::new();
     for r in rows {
-        let k = (name(r), r.density);
+        let n = name(r);
+        let k = if per_block_unique(&n) { (n, None) } else { (n, Some(r.density)) };
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
+    let several = sorted_unique(rows.iter().map(|r| r.density)).len() > 1;
     let labels = keys
         .iter()
-        .map(|(name, d)| {
-            let mut lines = wrap_label(name, wrap);
+        .map(|(n, d)| {
+            let mut lines = wrap_label(n, wrap);
             if several {
-                lines.push(format!("d = {}", dens(*d)));
+                let ds = match d {
+                    Some(d) => vec![*d],
+                    None => sorted_unique(rows.iter().filter(|r| name(r) == *n).map(|r| r.density)),
+                };
+                match ds.as_slice() {
+                    [one] => lines.push(format!("d = {}", dens(*one))),
+                    [lo, .., hi] => lines.push(format!("d = {:.3}–{:.3}", lo, hi)),
+                    [] => {}
+                }
             }
             lines
         })
@@ -446,7 +461,12 @@ fn wrap_label(label: &str, width: usize) -> Vec<String> {
 }
 
 /// One series per block size of `value` over the categories `keys` (named by `name`).
-fn block_series(rows: &[&Row], keys: &[(String, f64)], name: impl Fn(&Row) -> String, value: impl Fn(&Row) -> Option<f64>) -> Vec<Series> {
+fn block_series(
+    rows: &[&Row],
+    keys: &[(String, Option<f64>)],
+    name: impl Fn(&Row) -> String,
+    value: impl Fn(&Row) -> Option<f64>,
+) -> Vec<Series> {
     sorted_unique(rows.iter().map(|r| r.block))
         .iter()
         .enumerate()
@@ -455,7 +475,9 @@ fn block_series(rows: &[&Row], keys: &[(String, f64)], name: impl Fn(&Row) -> St
             color: PALETTE[i % PALETTE.len()],
             values: keys
                 .iter()
-                .map(|(k, d)| rows.iter().find(|r| r.block == bs && r.density == *d && name(r) == *k).and_then(|r| value(r)))
+                .map(|(k, d)| {
+                    rows.iter().find(|r| r.block == bs && d.is_none_or(|d| r.density == d) && name(r) == *k).and_then(|r| value(r))
+                })
                 .collect(),
         })
         .collect()
@@ -472,7 +494,7 @@ fn masks_chart(path: &Path, header: &str, rows: &[&Row]) -> Res<()> {
         caption: format!("SpMM C = A·B, {}, per mask pattern", shape(rows[0])),
         categories: labels,
         series,
-        x_desc: "mask pattern (and block density d where several)".into(),
+        x_desc: "mask pattern (block density d: per block size, 16 … 128, where it differs)".into(),
         y_desc: "effective TFLOP/s (nonzero blocks' flops / time)".into(),
         reference: dense.map(|d| (format!("dense cuBLAS, {d:.0} TFLOP/s"), d)),
         fmt: |v| format!("{v:.0}"),
