@@ -401,16 +401,19 @@ fn density_chart(path: &Path, header: &str, rows: &[&Row]) -> Res<()> {
     root.present().map_err(de)
 }
 
+/// A bar-chart category: its name, and its density where the name has several.
+type Category = (String, Option<f64>);
+
 /// The categories of rows keyed by `name`, and by density too where a name has several rows
 /// for one block size (a sweep); a name with one row per block size (a mask family, whose
 /// density depends on the block size) is one category, labelled with its densities. In order
 /// of first appearance, with each category's label lines.
-fn categories(rows: &[&Row], name: impl Fn(&Row) -> String, wrap: usize) -> (Vec<(String, Option<f64>)>, Vec<Vec<String>>) {
+fn categories(rows: &[&Row], name: impl Fn(&Row) -> String, wrap: usize) -> (Vec<Category>, Vec<Vec<String>>) {
     let per_block_unique = |n: &str| {
         let blocks: Vec<usize> = rows.iter().filter(|r| name(r) == n).map(|r| r.block).collect();
         blocks.iter().enumerate().all(|(i, b)| !blocks[..i].contains(b))
     };
-    let mut keys: Vec<(String, Option<f64>)> = Vec::new();
+    let mut keys: Vec<Category> = Vec::new();
     for r in rows {
         let n = name(r);
         let k = if per_block_unique(&n) { (n, None) } else { (n, Some(r.density)) };
@@ -461,12 +464,7 @@ fn wrap_label(label: &str, width: usize) -> Vec<String> {
 }
 
 /// One series per block size of `value` over the categories `keys` (named by `name`).
-fn block_series(
-    rows: &[&Row],
-    keys: &[(String, Option<f64>)],
-    name: impl Fn(&Row) -> String,
-    value: impl Fn(&Row) -> Option<f64>,
-) -> Vec<Series> {
+fn block_series(rows: &[&Row], keys: &[Category], name: impl Fn(&Row) -> String, value: impl Fn(&Row) -> Option<f64>) -> Vec<Series> {
     sorted_unique(rows.iter().map(|r| r.block))
         .iter()
         .enumerate()
