@@ -56,6 +56,7 @@ pub mod kernels;
 mod launch;
 pub mod matrix;
 pub mod ops;
+mod pairs;
 pub mod plan;
 
 pub use blocksparse_abi as abi;
