@@ -10,9 +10,10 @@
 pub mod sddmm;
 pub mod spmm;
 
-use blocksparse_abi::{KernelFamily, MMA_TILES, WGMMA_TILES};
+use blocksparse_abi::{KernelFamily, MMA_TILES, OpKind, WGMMA_TILES};
 
 use crate::context::Context;
+use crate::element::DType;
 use crate::error::{Error, Result};
 
 /// Whether a sparse operand enters a product as it is or transposed.
@@ -110,6 +111,18 @@ impl Context {
     pub(crate) fn same_device(&self, what: &'static str, got: usize) -> Result<()> {
         let expected = self.cuda().ordinal();
         if expected == got { Ok(()) } else { Err(Error::DeviceMismatch { what, expected, got }) }
+    }
+
+    /// The split-K fix-up kernel for outputs of type `O` when the plan has split tiles
+    /// (`fixup_grid > 0`), fetched (its module loaded) before the op's first launch, so that a
+    /// module that cannot load fails the call before anything runs.
+    fn fixup_kernel<O: crate::element::Element>(&self, fixup_grid: u32) -> Result<Option<&crate::kernels::Kernel>> {
+        if fixup_grid == 0 {
+            return Ok(None);
+        }
+        let key =
+            crate::kernels::KernelKey { op: OpKind::Fixup, family: KernelFamily::Portable, input: DType::F16, tile: 0, output: O::DTYPE };
+        self.kernels.get(key).map(Some)
     }
 
     /// Thread blocks of `choice` the device runs at once (the planners' notion of "the GPU").

@@ -148,6 +148,7 @@ impl Context {
             tile: choice.tile,
             output: O::DTYPE,
         })?;
+        let fixup = self.fixup_kernel::<O>(plan.device.fixup_grid)?;
         let mut fl = 0;
         if xs.layout == Layout::ColMajor {
             fl |= flags::A_MN_MAJOR;
@@ -201,17 +202,10 @@ impl Context {
                 unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
             }
         }
-        if let Some((groups, _gg)) = plan.device.groups(stream) {
+        if let (Some((groups, _gg)), Some(fixup)) = (plan.device.groups(stream), fixup) {
             let (tm, tn) = choice.shape();
             let fix =
                 FixupParams { partials: work.partials, groups, tm, tn, to: FIXUP_TO_BLOCKS, _pad: 0, out: DenseOut::default(), blocks };
-            let fixup = self.kernels.get(KernelKey {
-                op: OpKind::Fixup,
-                family: KernelFamily::Portable,
-                input: DType::F16,
-                tile: 0,
-                output: O::DTYPE,
-            })?;
             // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote (same
             // stream, so after it) and writes the split runs of C's blocks.
             unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
