@@ -125,7 +125,7 @@ impl Context {
             }
         };
         // Nothing is loaded yet: each module loads when a product first needs it.
-        let kernels = Arc::new(Kernels::new(ctx.clone(), stream.clone(), arch, compute_capability, max_smem_optin));
+        let kernels = Arc::new(Kernels::new(ctx.clone(), arch, compute_capability, max_smem_optin));
         Ok(Context { ctx, stream, kernels, name, compute_capability, sm_count, l2_bytes })
     }
 
@@ -133,10 +133,15 @@ impl Context {
     /// cudarc context ([`Error::DeviceMismatch`] otherwise). Nothing is loaded again; plans,
     /// matrices and BSR values made by either context serve both (one product at a time per
     /// plan: a plan used on several streams orders each product after the previous one).
+    /// `stream` first waits for the work already queued on this context's stream.
     pub fn with_stream(&self, stream: Arc<CudaStream>) -> Result<Self> {
         if stream.context() != &self.ctx {
             return Err(Error::DeviceMismatch { what: "the stream", expected: self.ctx.ordinal(), got: stream.context().ordinal() });
         }
+        // Work already queued on this context's stream (uploads, plans, products) comes first:
+        // cudarc orders buffers across streams only once the process has several, which a
+        // stream made after those uploads does not cover.
+        stream.join(&self.stream)?;
         Ok(Context { ctx: self.ctx.clone(), stream, kernels: self.kernels.clone(), name: self.name.clone(), ..*self })
     }
 

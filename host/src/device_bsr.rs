@@ -197,8 +197,13 @@ impl Context {
         self.same_device("row_ptr", row_ptr.stream().context().ordinal())?;
         self.same_device("col_idx", col_idx.stream().context().ordinal())?;
         self.same_device("values", values.ordinal())?;
-        // The shape first, so that a huge claimed shape is an error before any download.
+        // The shape first, so that a huge claimed shape is an error before any download, then
+        // row_ptr's length, known without one.
         check_shape(nrows, ncols, block)?;
+        let expected_ptr = nrows / block.bm + 1;
+        if row_ptr.len() != expected_ptr {
+            return Err(Error::RowPtrLength { expected: expected_ptr, got: row_ptr.len() });
+        }
         let row_ptr = self.stream().clone_dtoh(row_ptr)?;
         let col_idx = self.stream().clone_dtoh(col_idx)?;
         let (row_ptr, col_idx, batch) = device_parts(nrows, ncols, block, &row_ptr, &col_idx, values.len())?;

@@ -7,14 +7,15 @@
 //! module per op and family ([`Module`]), loaded the first time one of its kernels is asked for:
 //! the `sm_80` cubin on compute capability 8.x, the `sm_90a` cubin on 9.0, and the PTX (compiled
 //! by the driver) on other devices. Every module carries the hash of the shared ABI it was
-//! built against, which is checked when it loads ([`Error::AbiMismatch`]).
+//! built against, which is checked (in its PTX, on the host) before it loads
+//! ([`Error::AbiMismatch`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use blocksparse_abi::{ABI_HASH, ABI_HASH_SYMBOL, KernelFamily, MMA_TILES, OpKind, WGMMA_TILES};
 use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 
 use crate::element::DType;
@@ -230,7 +231,6 @@ pub struct Kernels {
     /// The architecture the modules are built for.
     pub arch: Arch,
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
     compute_capability: (i32, i32),
     /// The kernels that fit the device, by key (entry names).
     fit: HashMap<KernelKey, &'static str>,
@@ -243,12 +243,11 @@ pub struct Kernels {
 impl Kernels {
     /// The kernels of `arch` whose shared memory fits a device of compute capability
     /// `compute_capability` allowing `max_smem_optin` bytes per block; kernels that do not fit
-    /// are left out (and reported by [`Kernels::get`]). Loads nothing yet; `stream` is where
-    /// the ABI hash of each module is read when it loads.
-    pub fn new(ctx: Arc<CudaContext>, stream: Arc<CudaStream>, arch: Arch, compute_capability: (i32, i32), max_smem_optin: u32) -> Self {
+    /// are left out (and reported by [`Kernels::get`]). Loads nothing yet.
+    pub fn new(ctx: Arc<CudaContext>, arch: Arch, compute_capability: (i32, i32), max_smem_optin: u32) -> Self {
         let (fit, skipped) = select(arch, max_smem_optin);
         let fit = fit.into_iter().map(|e| (e.key, e.name)).collect();
-        Kernels { arch, ctx, stream, compute_capability, fit, skipped, modules: Default::default() }
+        Kernels { arch, ctx, compute_capability, fit, skipped, modules: Default::default() }
     }
 
     /// The kernel for `key` (loading its module on first use), or why there is none.
@@ -292,6 +291,13 @@ impl Kernels {
             Error::KernelUnavailable(format!("no {} module is embedded (run `cargo xtask build-ptx`)", module.file_stem(self.arch)))
         })?;
         let name = module.file_stem(self.arch);
+        // The ABI hash from the embedded PTX (the cubin is assembled from that PTX by the same
+        // `build-ptx` run, which CI checks): decided on the host, before loading, with no copy or
+        // synchronization on any stream (a caller's stream may be busy or being captured).
+        match ptx_abi_hash(embedded.ptx) {
+            Some(found) if found == ABI_HASH => {}
+            found => return Err(Error::AbiMismatch { module: name, expected: ABI_HASH, found }),
+        }
         // The cubin where it runs; the PTX elsewhere, or if the driver refuses the cubin.
         let (cu_module, image) = match self.arch.runs_cubin_on(self.compute_capability) {
             true => match self.ctx.load_module(Ptx::from_binary(embedded.cubin.to_vec())) {
@@ -300,7 +306,6 @@ impl Kernels {
             },
             false => (self.ctx.load_module(Ptx::from_src(embedded.ptx))?, Image::Ptx),
         };
-        check_abi(&cu_module, &self.stream, &name)?;
         let mut kernels = HashMap::new();
         for (&key, &entry) in self.fit.iter().filter(|(k, _)| Module::of(k) == module) {
             let (threads, smem) = launch_shape(&key);
@@ -312,20 +317,6 @@ impl Kernels {
         }
         Ok(Loaded { _module: cu_module, image, kernels })
     }
-}
-
-/// Reads the module's ABI hash global and compares it with this library's.
-fn check_abi(module: &Arc<CudaModule>, stream: &Arc<CudaStream>, name: &str) -> Result<()> {
-    let mismatch = |found| Error::AbiMismatch { module: name.to_string(), expected: ABI_HASH, found };
-    let Ok(global) = module.get_global(ABI_HASH_SYMBOL, stream) else { return Err(mismatch(None)) };
-    let mut bytes = [0u8; 8];
-    if global.len() != bytes.len() {
-        return Err(mismatch(None));
-    }
-    stream.memcpy_dtoh(&global, &mut bytes)?;
-    stream.synchronize()?;
-    let found = u64::from_le_bytes(bytes);
-    if found == ABI_HASH { Ok(()) } else { Err(mismatch(Some(found))) }
 }
 
 /// The ABI hash a module's PTX declares (its `BLOCKSPARSE_ABI_HASH` global), if it has one.

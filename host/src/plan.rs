@@ -378,6 +378,10 @@ pub(crate) struct WorkspaceUse<'a> {
 impl WorkspaceUse<'_> {
     /// Marks the workspace busy until the work queued so far on the stream is done.
     pub fn release(mut self) -> Result<()> {
+        self.record()
+    }
+
+    fn record(&mut self) -> Result<()> {
         if self.split {
             let event = match self.last_use.take() {
                 Some(event) => event,
@@ -385,8 +389,18 @@ impl WorkspaceUse<'_> {
             };
             event.record(self.stream)?;
             *self.last_use = Some(event);
+            self.split = false;
         }
         Ok(())
+    }
+}
+
+impl Drop for WorkspaceUse<'_> {
+    /// A call that failed after queuing a launch (the fix-up's launch failing after the main
+    /// kernel's) still marks the workspace busy until that launch is done; the error is the
+    /// call's own, already returned.
+    fn drop(&mut self) {
+        let _ = self.record();
     }
 }
 
