@@ -68,10 +68,25 @@ pub struct RowsSpec<'a> {
     pub tile_group: u32,
 }
 
+/// A `row_ptr` the planners can walk: from 0, never decreasing (patterns made by the library
+/// are; the planners are public, so they check).
+fn check_row_ptr(row_ptr: &[u32]) -> Result<()> {
+    if let Some(&first) = row_ptr.first()
+        && first != 0
+    {
+        return Err(Error::RowPtrStart { got: first as usize });
+    }
+    match row_ptr.windows(2).position(|w| w[1] < w[0]) {
+        Some(row) => Err(Error::RowPtrNotMonotone { row, start: row_ptr[row] as usize, end: row_ptr[row + 1] as usize }),
+        None => Ok(()),
+    }
+}
+
 /// Plans an SpMM-like op (see the module docs). Fails with [`Error::TooLarge`] before
 /// allocating anything proportional to the work when the plan would exceed the launch limits.
 pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
     let RowsSpec { row_ptr, n_tiles, batch, kb, ks, resident, tile_group } = spec;
+    check_row_ptr(row_ptr)?;
     let rows = row_ptr.len().saturating_sub(1);
     let n_tiles = n_tiles.max(1);
     let row_len = |r: usize| row_ptr[r + 1] - row_ptr[r];
@@ -165,6 +180,7 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
 /// whole K of `k_chunks` chunks. [`balance_full_k`] then splits the K of the items that would
 /// otherwise run in a last, partly idle wave.
 pub fn plan_blocks(row_ptr: &[u32], per_item: u32, batch: u32, k_chunks: u32) -> Result<WorkList> {
+    check_row_ptr(row_ptr)?;
     let per_item = per_item.max(1);
     let rows = row_ptr.len().saturating_sub(1);
     let per_batch: u64 = (0..rows).map(|r| (row_ptr[r + 1] - row_ptr[r]).div_ceil(per_item) as u64).sum();
@@ -669,6 +685,18 @@ mod tests {
                     assert!(seen.iter().all(|&s| s == 1));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn planners_reject_row_pointers_they_cannot_walk() {
+        for (rp, row) in [(vec![0u32, 3, 2, 4], Some(1)), (vec![1u32, 2], None)] {
+            let got = plan_blocks(&rp, 2, 1, 1);
+            match row {
+                Some(r) => assert!(matches!(got, Err(Error::RowPtrNotMonotone { row, .. }) if row == r), "{got:?}"),
+                None => assert!(matches!(got, Err(Error::RowPtrStart { got: 1 })), "{got:?}"),
+            }
+            assert!(plan_rows(spec(&rp, 1, 1, 132, 1)).is_err());
         }
     }
 
