@@ -7,7 +7,7 @@
 //! values `(row l/4, columns 8j + 2(l%4) + {0, 1})` and `(row l/4 + 8, same columns)` (the
 //! `mma.sync` C fragment; `wgmma`'s m64nN fragment is four such strips, one per warp).
 
-use blocksparse_abi::DenseOut;
+use blocksparse_abi::{DenseOut, WorkParams};
 
 use crate::dtype::Output;
 use crate::ptx::{movmatrix_trans, opaque, shfl_xor, st_global_f32x2, st_global_u16, st_global_v4_u32};
@@ -323,6 +323,13 @@ fn quad_transpose(v: [u32; 4], q: u32) -> [u32; 4] {
         k += 1;
     }
     b
+}
+
+/// Slot `slot`'s row-major `(tm, tn)` f32 partial tile (`tile_elems = tm · tn`) in the plan's
+/// split-K workspace.
+#[inline(always)]
+pub fn partial_tile(work: &WorkParams, slot: u32, tile_elems: u32) -> *mut f32 {
+    (work.partials as *mut f32).wrapping_add(slot as usize * tile_elems as usize)
 }
 
 /// Writes one warp's strip (layout as in [`store_strip`]), unscaled, into a row-major f32

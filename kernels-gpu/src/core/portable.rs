@@ -17,6 +17,7 @@
 
 use blocksparse_abi::{MMA_TILES, MmaTile, WARP_N, flags};
 
+use crate::core::epilogue::{Dest, store_partial_strip, store_strip};
 use crate::core::ring::PipelineState;
 use crate::core::smem::SmemTile;
 use crate::dtype::{Input, Output};
@@ -40,6 +41,30 @@ pub struct WarpTile {
     pub mi: usize,
     /// Lane in the warp.
     pub lane: u32,
+}
+
+impl WarpTile {
+    /// Writes the warp's accumulators through `d`, whose tile coordinates put the warp's
+    /// first column at `col0` (rows from `d`'s row 0).
+    #[inline(always)]
+    pub unsafe fn store<O: Output, D: Dest<O>>(&self, d: &D, col0: u32, acc: &Acc) {
+        let mut i = 0;
+        while i < self.mi {
+            unsafe { store_strip::<O, _, NJ>(d, 16 * i as u32, col0, self.lane, |j| acc[i][j]) };
+            i += 1;
+        }
+    }
+
+    /// Writes the warp's accumulators, unscaled, into the row-major f32 partial tile `tile`
+    /// with `tn` columns, at the warp's own rows and columns.
+    #[inline(always)]
+    pub unsafe fn store_partial(&self, tile: *mut f32, tn: u32, acc: &Acc) {
+        let mut i = 0;
+        while i < self.mi {
+            unsafe { store_partial_strip::<NJ>(tile, tn, self.row0 + 16 * i as u32, self.col0, self.lane, |j| acc[i][j]) };
+            i += 1;
+        }
+    }
 }
 
 /// An op of the portable kernel family.

@@ -21,7 +21,7 @@
 
 use blocksparse_abi::{MmaTile, NO_SLOT, SddmmParams, WG_K, WorkItem};
 
-use crate::core::epilogue::{BlockDest, store_partial_strip, store_strip};
+use crate::core::epilogue::{BlockDest, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
@@ -41,12 +41,6 @@ fn dest<O: Output>(p: &SddmmParams, item: &WorkItem, row0: u32) -> BlockDest {
 #[inline(always)]
 fn k_range(p: &SddmmParams, item: &WorkItem) -> (u32, u32) {
     (item.k_begin * WG_K, (item.k_end * WG_K).min(p.k))
-}
-
-/// The f32 partial tile of a split item (`tile_elems` elements per slot).
-#[inline(always)]
-fn partial_tile(p: &SddmmParams, item: &WorkItem, tile_elems: u32) -> *mut f32 {
-    (p.work.partials as *mut f32).wrapping_add(item.partial_slot as usize * tile_elems as usize)
 }
 
 /// A portable thread block's item: the block columns of its blocks sit in the block cache.
@@ -123,19 +117,9 @@ impl PortableOp for Sddmm {
     #[inline(always)]
     unsafe fn store<O: Output>(p: &SddmmParams, it: &PortableItem, t: MmaTile, w: WarpTile, acc: &Acc) {
         if it.item.partial_slot == NO_SLOT {
-            let d = dest::<O>(p, &it.item, w.row0);
-            let mut i = 0;
-            while i < w.mi {
-                unsafe { store_strip::<O, _, 8>(&d, 16 * i as u32, w.col0, w.lane, |j| acc[i][j]) };
-                i += 1;
-            }
+            unsafe { w.store::<O, _>(&dest::<O>(p, &it.item, w.row0), w.col0, acc) };
         } else {
-            let tile = partial_tile(p, &it.item, t.tm * t.tn);
-            let mut i = 0;
-            while i < w.mi {
-                unsafe { store_partial_strip::<8>(tile, t.tn, w.row0 + 16 * i as u32, w.col0, w.lane, |j| acc[i][j]) };
-                i += 1;
-            }
+            unsafe { w.store_partial(partial_tile(&p.work, it.item.partial_slot, t.tm * t.tn), t.tn, acc) };
         }
     }
 }
@@ -143,6 +127,7 @@ impl PortableOp for Sddmm {
 #[cfg(target_feature = "sm_90a")]
 mod hopper {
     use super::*;
+    use crate::core::epilogue::{store_partial_strip, store_strip};
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
     use blocksparse_abi::{BOX, WG_M, WG_N, WgmmaTile, WorkParams, flags};
@@ -242,7 +227,7 @@ mod hopper {
                 let d = dest::<O>(p, item, c.wm * WG_M);
                 unsafe { store_strip::<O, _, 32>(&d, 16 * w, c.wn * WG_N, l, frag) };
             } else {
-                let tile = partial_tile(p, item, c.t.tm * c.t.tn());
+                let tile = partial_tile(&p.work, item.partial_slot, c.t.tm * c.t.tn());
                 unsafe { store_partial_strip::<32>(tile, c.t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
             }
         }

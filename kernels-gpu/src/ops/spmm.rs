@@ -20,7 +20,7 @@
 
 use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_SLOT, SpmmParams, WorkItem, flags};
 
-use crate::core::epilogue::{DenseDest, store_partial_strip, store_strip};
+use crate::core::epilogue::{DenseDest, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
@@ -152,18 +152,9 @@ impl PortableOp for Spmm {
         let item = &it.item;
         if item.partial_slot == NO_SLOT {
             let d = DenseDest::tile::<O>(&p.out, item.batch, item.tile_row * t.tm + w.row0, item.n_tile * t.tn + w.col0);
-            let mut i = 0;
-            while i < w.mi {
-                unsafe { store_strip::<O, _, 8>(&d, 16 * i as u32, 0, w.lane, |j| acc[i][j]) };
-                i += 1;
-            }
+            unsafe { w.store::<O, _>(&d, 0, acc) };
         } else {
-            let tile = (p.work.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.tm * t.tn) as usize);
-            let mut i = 0;
-            while i < w.mi {
-                unsafe { store_partial_strip::<8>(tile, t.tn, w.row0 + 16 * i as u32, w.col0, w.lane, |j| acc[i][j]) };
-                i += 1;
-            }
+            unsafe { w.store_partial(partial_tile(&p.work, item.partial_slot, t.tm * t.tn), t.tn, acc) };
         }
     }
 }
@@ -171,6 +162,7 @@ impl PortableOp for Spmm {
 #[cfg(target_feature = "sm_90a")]
 mod hopper {
     use super::*;
+    use crate::core::epilogue::{store_partial_strip, store_strip};
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
     use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
@@ -295,7 +287,7 @@ mod hopper {
                     unsafe { store_strip::<O, _, 32>(&d, 16 * w, 0, l, frag) };
                 }
             } else {
-                let tile = (p.work.partials as *mut f32).wrapping_add(item.partial_slot as usize * (t.tm * t.tn()) as usize);
+                let tile = partial_tile(&p.work, item.partial_slot, t.tm * t.tn());
                 unsafe { store_partial_strip::<32>(tile, t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
             }
         }
