@@ -261,9 +261,8 @@ pub fn balance_full_k(work: &mut WorkList, k_chunks: u32, grid: u32, min_piece: 
         tail + g
     };
     let whole = (n - region) as usize;
-    // Per thread block: its whole items, and its share of the region.
+    // Per thread block: its whole items, then (below) its share of the region.
     let mut per_block: Vec<Vec<WorkItem>> = vec![Vec::new(); g as usize];
-    let mut shares: Vec<Vec<WorkItem>> = vec![Vec::new(); g as usize];
     for (i, it) in work.items[..whole].iter().enumerate() {
         per_block[i % g as usize].push(*it);
     }
@@ -300,7 +299,7 @@ pub fn balance_full_k(work: &mut WorkList, k_chunks: u32, grid: u32, min_piece: 
         for (r, ps) in pieces.iter().enumerate() {
             let base = work.items[whole + r];
             if let [(c, _, _)] = ps[..] {
-                shares[c].push(base);
+                per_block[c].push(base);
                 continue;
             }
             let count = u32::try_from(ps.len()).map_err(|_| Error::Overflow { what: "split-K slots" })?;
@@ -314,24 +313,29 @@ pub fn balance_full_k(work: &mut WorkList, k_chunks: u32, grid: u32, min_piece: 
                 blk_end: base.blk_end,
             });
             for (j, &(c, k_begin, k_end)) in ps.iter().enumerate() {
-                shares[c].push(WorkItem { partial_slot: n_slots + j as u32, k_begin, k_end, ..base });
+                per_block[c].push(WorkItem { partial_slot: n_slots + j as u32, k_begin, k_end, ..base });
             }
             n_slots = n_slots.checked_add(count).ok_or(Error::Overflow { what: "split-K slots" })?;
         }
     }
-    let mut items = Vec::with_capacity(work.items.len() + shares.iter().map(Vec::len).sum::<usize>());
+    set_schedule(work, per_block);
+    work.groups = groups;
+    work.n_slots = n_slots;
+    Ok(())
+}
+
+/// Lays `per_block`'s lists out one after the other as `work`'s items, with `schedule` the
+/// offsets of each thread block's range.
+fn set_schedule(work: &mut WorkList, per_block: Vec<Vec<WorkItem>>) {
     let mut schedule = Vec::with_capacity(per_block.len() + 1);
+    let mut items = Vec::with_capacity(per_block.iter().map(Vec::len).sum());
     schedule.push(0);
-    for (list, share) in per_block.iter().zip(&shares) {
-        items.extend_from_slice(list);
-        items.extend_from_slice(share);
+    for list in per_block {
+        items.extend(list);
         schedule.push(items.len() as u32);
     }
     work.items = items;
-    work.groups = groups;
-    work.n_slots = n_slots;
     work.schedule = schedule;
-    Ok(())
 }
 
 /// Cost of an SpMM item in the scheduler's units: its blocks, plus one for the epilogue (so
@@ -356,15 +360,7 @@ pub fn schedule_persistent(work: &mut WorkList, grid: u32, cost: impl Fn(&WorkIt
         per_block[b].push(*it);
         heap.push(Reverse((load + cost(it), b)));
     }
-    let mut schedule = Vec::with_capacity(grid + 1);
-    let mut items = Vec::with_capacity(work.items.len());
-    schedule.push(0);
-    for list in per_block {
-        items.extend(list);
-        schedule.push(items.len() as u32);
-    }
-    work.items = items;
-    work.schedule = schedule;
+    set_schedule(work, per_block);
 }
 
 /// A work list on the device, with the split-K workspace it needs.

@@ -13,8 +13,9 @@ pub mod spmm;
 use blocksparse_abi::{KernelFamily, MMA_TILES, OpKind, WGMMA_TILES};
 
 use crate::context::Context;
-use crate::element::DType;
+use crate::element::{DType, Element};
 use crate::error::{Error, Result};
+use crate::kernels::{Kernel, KernelKey};
 
 /// Whether a sparse operand enters a product as it is or transposed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -113,20 +114,27 @@ impl Context {
         if expected == got { Ok(()) } else { Err(Error::DeviceMismatch { what, expected, got }) }
     }
 
-    /// The split-K fix-up kernel for outputs of type `O` when the plan has split tiles
-    /// (`fixup_grid > 0`), fetched (its module loaded) before the op's first launch, so that a
-    /// module that cannot load fails the call before anything runs.
-    fn fixup_kernel<O: crate::element::Element>(&self, fixup_grid: u32) -> Result<Option<&crate::kernels::Kernel>> {
-        if fixup_grid == 0 {
-            return Ok(None);
-        }
-        let key =
-            crate::kernels::KernelKey { op: OpKind::Fixup, family: KernelFamily::Portable, input: DType::F16, tile: 0, output: O::DTYPE };
-        self.kernels.get(key).map(Some)
+    /// The kernel of `op` for `choice`, inputs `T` and outputs `O`, and the split-K fix-up
+    /// kernel for outputs `O` when the plan has split tiles (`fixup_grid > 0`): both fetched
+    /// (their modules loaded) before the op's first launch, so that a module that cannot load
+    /// fails the call before anything runs.
+    fn op_kernels<T: Element, O: Element>(&self, op: OpKind, choice: TileChoice, fixup_grid: u32) -> Result<(&Kernel, Option<&Kernel>)> {
+        let main = self.kernels.get(KernelKey { op, family: choice.family, input: T::DTYPE, tile: choice.tile, output: O::DTYPE })?;
+        let fixup = match fixup_grid {
+            0 => None,
+            _ => Some(self.kernels.get(KernelKey {
+                op: OpKind::Fixup,
+                family: KernelFamily::Portable,
+                input: DType::F16,
+                tile: 0,
+                output: O::DTYPE,
+            })?),
+        };
+        Ok((main, fixup))
     }
 
     /// Thread blocks of `choice` the device runs at once (the planners' notion of "the GPU").
-    fn resident_blocks(&self, choice: TileChoice, kernel: &crate::kernels::Kernel) -> Result<u32> {
+    fn resident_blocks(&self, choice: TileChoice, kernel: &Kernel) -> Result<u32> {
         Ok(match choice.family {
             // Persistent: one resident thread block per SM.
             KernelFamily::Hopper => self.sm_count(),

@@ -141,14 +141,7 @@ impl Context {
         }
         let stream = self.stream();
         let choice = plan.choice;
-        let kernel = self.kernels.get(KernelKey {
-            op: OpKind::Sddmm,
-            family: choice.family,
-            input: T::DTYPE,
-            tile: choice.tile,
-            output: O::DTYPE,
-        })?;
-        let fixup = self.fixup_kernel::<O>(plan.device.fixup_grid)?;
+        let (kernel, fixup) = self.op_kernels::<T, O>(OpKind::Sddmm, choice, plan.device.fixup_grid)?;
         let mut fl = 0;
         if xs.layout == Layout::ColMajor {
             fl |= flags::A_MN_MAJOR;

@@ -319,14 +319,7 @@ impl Context {
         let block = pat.block;
         let stream = self.stream();
         let choice = plan.choice;
-        let kernel = self.kernels.get(KernelKey {
-            op: OpKind::Spmm,
-            family: choice.family,
-            input: T::DTYPE,
-            tile: choice.tile,
-            output: O::DTYPE,
-        })?;
-        let fixup = self.fixup_kernel::<O>(plan.device.fixup_grid)?;
+        let (kernel, fixup) = self.op_kernels::<T, O>(OpKind::Spmm, choice, plan.device.fixup_grid)?;
         let mut fl = 0;
         if plan.kernel_op == Transpose::Yes {
             fl |= flags::A_MN_MAJOR | flags::A_PERMUTED;
