@@ -53,6 +53,9 @@ pub const MAX_ITEM_BLOCKS: u32 = 256;
 /// Marks a work item that writes its output directly (no split-K partial slot).
 pub const NO_SLOT: u32 = u32::MAX;
 
+/// Marks an absent B block in an SpGEMM stage record (see [`SpgemmParams::records`]).
+pub const NO_BLOCK: u32 = u32::MAX;
+
 // ---------------------------------------------------------------------------------------------
 // Operand layouts
 // ---------------------------------------------------------------------------------------------
@@ -338,6 +341,9 @@ pub const fn wgmma_tile_index(tm: u32) -> Option<usize> {
 ///   them), computed over K from `WG_K · k_begin` to `min(WG_K · k_end, K)`: the whole K, or one
 ///   piece of it when the planner split the item (its partial tile then goes to a slot); `n_tile`
 ///   is unused.
+/// - SpGEMM: block row `tile_row` of C over the stage records `k_begin..k_end` (each one A block
+///   of that row and the B blocks it meets, [`SpgemmParams::records`]); a dense C's tile is N
+///   tile `n_tile`, a block-sparse C's tile is its blocks `blk_begin..blk_end` side by side.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkItem {
@@ -354,9 +360,9 @@ pub struct WorkItem {
     pub partial_slot: u32,
     /// Matrix of the batch.
     pub batch: u32,
-    /// SDDMM: first K chunk of [`WG_K`] elements.
+    /// SDDMM: first K chunk of [`WG_K`] elements; SpGEMM: first stage record.
     pub k_begin: u32,
-    /// SDDMM: one past the last K chunk.
+    /// SDDMM: one past the last K chunk; SpGEMM: one past the last stage record.
     pub k_end: u32,
 }
 
@@ -528,6 +534,47 @@ pub struct BlockOut {
     pub beta: f32,
 }
 
+/// Launch parameters of the SpGEMM kernels (`C = alpha · A · B + beta · C`, A and B
+/// block-sparse), passed by value.
+///
+/// The plan lists, per output tile, its *stage records* in increasing K: record `r` is
+/// `rec_words` u32 at `records + 4 · rec_words · r`, word 0 the A block `p` (of the tile's block
+/// row), word `1 + j` the B block `q` (in row `col(p)` of B) that meets the tile's column block
+/// `j`, or [`NO_BLOCK`]. The tile's column block `j` is block column `n_tile · tn / bn + j` of a
+/// dense C, or the C block `blk_begin + j` of a block-sparse one.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpgemmParams {
+    /// Where the work is.
+    pub work: WorkParams,
+    /// `(batch, nnzA, bm, bk)` A block values.
+    pub a_values: u64,
+    /// `(batch, nnzB, bk, bn)` B block values.
+    pub b_values: u64,
+    /// `(n_records, rec_words)` stage records.
+    pub records: u64,
+    /// Elements between the A values of consecutive matrices.
+    pub a_batch_stride: u64,
+    /// Elements between the B values of consecutive matrices.
+    pub b_batch_stride: u64,
+    /// Words per record: `1 + tn / bn`.
+    pub rec_words: u32,
+    /// log2 of bm.
+    pub bm_log2: u32,
+    /// log2 of bk.
+    pub bk_log2: u32,
+    /// log2 of bn.
+    pub bn_log2: u32,
+    /// [`FIXUP_TO_DENSE`] (C is `out`) or [`FIXUP_TO_BLOCKS`] (C is `blocks`).
+    pub to: u32,
+    /// Padding (keeps the layout the same on host and device).
+    pub _pad: u32,
+    /// A dense C.
+    pub out: DenseOut,
+    /// A block-sparse C (`(bm, bn)` blocks).
+    pub blocks: BlockOut,
+}
+
 /// Where a fix-up kernel writes: [`FixupParams::out`] (a dense C, SpMM).
 pub const FIXUP_TO_DENSE: u32 = 0;
 /// Where a fix-up kernel writes: [`FixupParams::blocks`] (C's blocks, SDDMM).
@@ -595,6 +642,8 @@ pub enum OpKind {
     Spmm,
     /// Sampled dense × dense (`C.values = alpha · op(X) · op(Y) at C's blocks + beta · C`).
     Sddmm,
+    /// Block-sparse × block-sparse (`C = alpha · A · B + beta · C`, C dense or block-sparse).
+    Spgemm,
     /// Sum of split-K partial tiles into C.
     Fixup,
 }
@@ -689,6 +738,42 @@ macro_rules! for_each_kernel {
         $m!(sddmm_wgmma_bf16_t128_f16, Sddmm, Hopper, Bf16, 1, F16);
         $m!(sddmm_wgmma_bf16_t128_bf16, Sddmm, Hopper, Bf16, 1, Bf16);
         $m!(sddmm_wgmma_bf16_t128_f32, Sddmm, Hopper, Bf16, 1, F32);
+        $m!(spgemm_mma_f16_t16_f16, Spgemm, Portable, F16, 0, F16);
+        $m!(spgemm_mma_f16_t16_bf16, Spgemm, Portable, F16, 0, Bf16);
+        $m!(spgemm_mma_f16_t16_f32, Spgemm, Portable, F16, 0, F32);
+        $m!(spgemm_mma_f16_t32_f16, Spgemm, Portable, F16, 1, F16);
+        $m!(spgemm_mma_f16_t32_bf16, Spgemm, Portable, F16, 1, Bf16);
+        $m!(spgemm_mma_f16_t32_f32, Spgemm, Portable, F16, 1, F32);
+        $m!(spgemm_mma_f16_t64_f16, Spgemm, Portable, F16, 2, F16);
+        $m!(spgemm_mma_f16_t64_bf16, Spgemm, Portable, F16, 2, Bf16);
+        $m!(spgemm_mma_f16_t64_f32, Spgemm, Portable, F16, 2, F32);
+        $m!(spgemm_mma_f16_t128_f16, Spgemm, Portable, F16, 3, F16);
+        $m!(spgemm_mma_f16_t128_bf16, Spgemm, Portable, F16, 3, Bf16);
+        $m!(spgemm_mma_f16_t128_f32, Spgemm, Portable, F16, 3, F32);
+        $m!(spgemm_mma_bf16_t16_f16, Spgemm, Portable, Bf16, 0, F16);
+        $m!(spgemm_mma_bf16_t16_bf16, Spgemm, Portable, Bf16, 0, Bf16);
+        $m!(spgemm_mma_bf16_t16_f32, Spgemm, Portable, Bf16, 0, F32);
+        $m!(spgemm_mma_bf16_t32_f16, Spgemm, Portable, Bf16, 1, F16);
+        $m!(spgemm_mma_bf16_t32_bf16, Spgemm, Portable, Bf16, 1, Bf16);
+        $m!(spgemm_mma_bf16_t32_f32, Spgemm, Portable, Bf16, 1, F32);
+        $m!(spgemm_mma_bf16_t64_f16, Spgemm, Portable, Bf16, 2, F16);
+        $m!(spgemm_mma_bf16_t64_bf16, Spgemm, Portable, Bf16, 2, Bf16);
+        $m!(spgemm_mma_bf16_t64_f32, Spgemm, Portable, Bf16, 2, F32);
+        $m!(spgemm_mma_bf16_t128_f16, Spgemm, Portable, Bf16, 3, F16);
+        $m!(spgemm_mma_bf16_t128_bf16, Spgemm, Portable, Bf16, 3, Bf16);
+        $m!(spgemm_mma_bf16_t128_f32, Spgemm, Portable, Bf16, 3, F32);
+        $m!(spgemm_wgmma_f16_t64_f16, Spgemm, Hopper, F16, 0, F16);
+        $m!(spgemm_wgmma_f16_t64_bf16, Spgemm, Hopper, F16, 0, Bf16);
+        $m!(spgemm_wgmma_f16_t64_f32, Spgemm, Hopper, F16, 0, F32);
+        $m!(spgemm_wgmma_f16_t128_f16, Spgemm, Hopper, F16, 1, F16);
+        $m!(spgemm_wgmma_f16_t128_bf16, Spgemm, Hopper, F16, 1, Bf16);
+        $m!(spgemm_wgmma_f16_t128_f32, Spgemm, Hopper, F16, 1, F32);
+        $m!(spgemm_wgmma_bf16_t64_f16, Spgemm, Hopper, Bf16, 0, F16);
+        $m!(spgemm_wgmma_bf16_t64_bf16, Spgemm, Hopper, Bf16, 0, Bf16);
+        $m!(spgemm_wgmma_bf16_t64_f32, Spgemm, Hopper, Bf16, 0, F32);
+        $m!(spgemm_wgmma_bf16_t128_f16, Spgemm, Hopper, Bf16, 1, F16);
+        $m!(spgemm_wgmma_bf16_t128_bf16, Spgemm, Hopper, Bf16, 1, Bf16);
+        $m!(spgemm_wgmma_bf16_t128_f32, Spgemm, Hopper, Bf16, 1, F32);
         $m!(fixup_f16, Fixup, Portable, F16, 0, F16);
         $m!(fixup_bf16, Fixup, Portable, F16, 0, Bf16);
         $m!(fixup_f32, Fixup, Portable, F16, 0, F32);

@@ -40,6 +40,26 @@ impl Pattern {
     pub fn block_cols(&self) -> usize {
         self.ncols / self.block.bk
     }
+    /// Rows of a matrix with this pattern.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    /// Columns of a matrix with this pattern.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// The block shape.
+    pub fn block(&self) -> BlockShape {
+        self.block
+    }
+    /// The block-row pointers.
+    pub fn row_ptr(&self) -> &[u32] {
+        &self.row_ptr
+    }
+    /// The block column indices.
+    pub fn col_idx(&self) -> &[u32] {
+        &self.col_idx_host
+    }
 }
 
 /// The host half of [`Context::bsr_from_device`]: the downloaded index arrays converted and
@@ -107,6 +127,11 @@ impl<T> DeviceBsr<T> {
     /// Elements of one matrix's values (`nnzb · bm · bk`).
     pub fn values_per_matrix(&self) -> usize {
         self.pattern.nnzb() * self.pattern.block.elems()
+    }
+    /// The pattern object (shared by the matrices and plans made with it; e.g. the mask of a
+    /// masked [`Context::spgemm_bsr`]).
+    pub fn pattern(&self) -> &Arc<Pattern> {
+        &self.pattern
     }
     /// Whether two matrices share one pattern object (plans made for one serve the other).
     pub fn same_pattern<U>(&self, other: &DeviceBsr<U>) -> bool {

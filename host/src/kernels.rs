@@ -79,12 +79,14 @@ pub struct Module {
 
 impl Module {
     /// Every module, each built for every [`Arch`] that has its family.
-    pub const ALL: [Module; 5] = [
+    pub const ALL: [Module; 7] = [
         Module { op: OpKind::Spmm, family: KernelFamily::Portable },
         Module { op: OpKind::Sddmm, family: KernelFamily::Portable },
+        Module { op: OpKind::Spgemm, family: KernelFamily::Portable },
         Module { op: OpKind::Fixup, family: KernelFamily::Portable },
         Module { op: OpKind::Spmm, family: KernelFamily::Hopper },
         Module { op: OpKind::Sddmm, family: KernelFamily::Hopper },
+        Module { op: OpKind::Spgemm, family: KernelFamily::Hopper },
     ];
 
     /// The module holding `key`'s kernel.
@@ -385,7 +387,7 @@ mod tests {
         for (name, arch, limit) in devices {
             let (fit, skipped) = select(arch, limit);
             assert!(skipped.is_empty(), "{name}: {skipped:?}");
-            for op in [OpKind::Spmm, OpKind::Sddmm] {
+            for op in [OpKind::Spmm, OpKind::Sddmm, OpKind::Spgemm] {
                 for tile in 0..MMA_TILES.len() {
                     for input in [DType::F16, DType::Bf16] {
                         for output in [DType::F16, DType::Bf16, DType::F32] {

@@ -5,6 +5,9 @@
 //! - **dense × sparse** `C = alpha · op(X) · op(A) + beta · C` ([`Context::dense_sparse`]);
 //! - **SDDMM** `C.values = alpha · (op(X) · op(Y)) at C's blocks + beta · C.values`
 //!   ([`Context::sddmm`]);
+//! - **BSR × BSR** `C = alpha · A · B + beta · C` with both operands block-sparse and C dense or
+//!   block-sparse (the product's pattern or a mask) ([`Context::spgemm`],
+//!   [`Context::spgemm_bsr`]);
 //!
 //! with A (or C) block-sparse in bm×bk blocks (16, 32, 64 or 128 each), dense operands
 //! row-major or column-major views (`op(X)` is the view or its transpose: no copies), inputs f16
@@ -63,11 +66,12 @@ pub use blocksparse_abi as abi;
 pub use bsr::{BlockShape, Bsr, BsrParts};
 pub use context::{Context, KernelPath, driver_present};
 pub use cudarc;
-pub use device_bsr::DeviceBsr;
+pub use device_bsr::{DeviceBsr, Pattern};
 pub use element::{DType, Element, InputElement};
 pub use error::{Error, Result};
 pub use index::BsrIndex;
 pub use matrix::{DeviceMatrix, Layout, MatMut, MatRef, MatShape};
 pub use ops::sddmm::SddmmPlan;
+pub use ops::spgemm::{SpgemmOutput, SpgemmPlan, SpgemmSize};
 pub use ops::spmm::SpmmPlan;
 pub use ops::{PlanOptions, TileChoice, Transpose};

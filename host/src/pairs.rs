@@ -17,9 +17,7 @@
 //! Sizes are counted in a first pass and checked against the 32-bit limits of the kernels
 //! before anything proportional to them is allocated.
 //!
-//! The numeric phase (kernels, launches) is the next step of that issue; until it lands this
-//! module is crate-internal and exercised by its tests.
-#![cfg_attr(not(test), allow(dead_code))]
+//! The numeric phase plans its stage records from these ([`crate::ops::spgemm`]).
 
 use crate::error::{Error, Result};
 
@@ -58,12 +56,13 @@ pub(crate) struct PairPlan {
 
 impl PairPlan {
     /// Block multiply-adds of the product (each is `2 · bm · bk · bn` flops).
+    #[cfg(test)]
     pub fn n_pairs(&self) -> usize {
         self.pairs.len()
     }
 
-    /// Host bytes the plan holds (the device copy takes the same), known before it is built
-    /// from [`count`].
+    /// Host bytes the plan holds, known before it is built from [`count`].
+    #[cfg(test)]
     pub fn bytes(counts: &PairCounts) -> usize {
         4 * (counts.c_rows + 1) + 4 * counts.c_blocks + 4 * (counts.c_blocks + 1) + 8 * counts.pairs
     }

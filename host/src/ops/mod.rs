@@ -8,6 +8,7 @@
 //! the view or its transpose (`x.t()`), in either layout, without a copy.
 
 pub mod sddmm;
+pub mod spgemm;
 pub mod spmm;
 
 use blocksparse_abi::{KernelFamily, MMA_TILES, OpKind, WGMMA_TILES};

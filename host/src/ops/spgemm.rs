@@ -1,0 +1,632 @@
+//! BSR × BSR (SpGEMM): `C = alpha · A · B + beta · C` with A `(M, K)` in `(bm, bk)` blocks and
+//! B `(K, N)` in `(bk, bn)` blocks, both block-sparse, and C either dense `(M, N)` (either
+//! layout) or block-sparse in `(bm, bn)` blocks: with the product's own pattern (every block
+//! that receives at least one pair) or a pattern the caller gives (a masked product).
+//!
+//! ```text
+//! for each matrix b, block row i, C block (i, j) of the output (every (i, j) for a dense C):
+//!     acc = Σ_{p in A's row i, q in B's row k = col(p), col(q) = j, in increasing k} A[b].block(p) · B[b].block(q)
+//!     C[b](i, j) = alpha·acc + beta·C[b](i, j)                 (C not read when beta == 0)
+//! ```
+//! Blocks of a dense C that receive no pair are written as `beta · C`; so are blocks of a BSR
+//! C whose pairs are all absent. Blocks outside a caller's pattern are not computed.
+//!
+//! The plan (the symbolic phase, [`Context::plan_spgemm`], once per pair of patterns) lists each
+//! output tile's *stage records* in increasing K: one per A block `p` of the tile's block row
+//! that meets at least one B block under the tile, with the B block met at each of the tile's
+//! column blocks (or none). The kernels stream those records through the op core: A's block and
+//! the B blocks present are loaded, absent ones are skipped (the Hopper kernel skips their
+//! tensor-core work too, 128 columns at a time; the portable one multiplies zeros). Long record
+//! lists are split into pieces summed by the fix-up kernel in a fixed order: the result is
+//! deterministic.
+
+use std::sync::Arc;
+
+use blocksparse_abi::{
+    BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, FixupParams, HopperParams, KernelFamily, NO_BLOCK, NO_SLOT, OpKind, SpgemmParams,
+    SplitGroup, WG_K, WGMMA_TILES, WorkItem, mma_tile_index, wgmma_tile_index,
+};
+use cudarc::driver::{CudaSlice, DevicePtr};
+
+use super::{TileChoice, check_scalars, expect, expect_batch, to_u32};
+use crate::bsr::BlockShape;
+use crate::context::Context;
+use crate::device_bsr::{DeviceBsr, Pattern};
+use crate::element::{Element, InputElement};
+use crate::error::{Error, Result};
+use crate::kernels::KernelKey;
+use crate::launch::{Params, launch, tensor_map};
+use crate::matrix::{Layout, MatMut};
+use crate::pairs::{self, BlockPattern};
+use crate::plan::{DeviceWork, WorkList, schedule_persistent};
+
+// SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
+// kernels.
+unsafe impl Params for SpgemmParams {}
+
+/// What C of a sparse × sparse product is.
+#[derive(Clone)]
+pub enum SpgemmOutput {
+    /// A dense `(M, N)` matrix, row- or column-major ([`Context::spgemm`]).
+    Dense,
+    /// Block-sparse in `(bm, bn)` blocks with the product's own pattern: every block that
+    /// receives at least one pair ([`Context::spgemm_bsr`], with C from
+    /// [`Context::spgemm_output`]).
+    Product,
+    /// Block-sparse with the caller's pattern (a masked product: blocks outside it are not
+    /// computed, blocks inside it without a pair are written as `beta · C`), e.g.
+    /// `c.pattern().clone()` of the C it will write ([`Context::spgemm_bsr`]).
+    Mask(Arc<Pattern>),
+}
+
+impl core::fmt::Debug for SpgemmOutput {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SpgemmOutput::Dense => f.write_str("Dense"),
+            SpgemmOutput::Product => f.write_str("Product"),
+            SpgemmOutput::Mask(p) => write!(f, "Mask({} blocks)", p.nnzb()),
+        }
+    }
+}
+
+/// The size of a product's plan, known before anything proportional to it is allocated
+/// ([`Context::spgemm_size`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpgemmSize {
+    /// Block multiply-adds per matrix (each `2 · bm · bk · bn` flops).
+    pub pairs: usize,
+    /// Blocks of a block-sparse C (of a dense C: its `(M / bm) · (N / bn)` blocks).
+    pub c_blocks: usize,
+    /// Stage records of the plan (each an A block and the B blocks it meets in one tile).
+    pub records: usize,
+    /// Output tiles (work items before splitting), per matrix.
+    pub tiles: usize,
+    /// Bytes of device memory the plan takes, split-K workspace excluded (it is bounded by the
+    /// GPU's size: at most a few partial tiles per SM). A product-pattern C's column indices
+    /// are included.
+    pub device_bytes: usize,
+    /// Peak bytes of host memory the planner uses.
+    pub host_bytes: usize,
+}
+
+/// A plan for `C = alpha · A · B + beta · C` at one pair of patterns (and a mask, for a masked
+/// product) and one batch size: the stage records of every output tile, how they are dealt to
+/// the GPU, C's pattern for a block-sparse C, and the split-K workspace. Products with new
+/// values of the same patterns reuse it, one at a time (a product queued on another stream
+/// waits for the previous one of the same plan).
+pub struct SpgemmPlan {
+    a_pattern: Arc<Pattern>,
+    b_pattern: Arc<Pattern>,
+    /// C's pattern (block-sparse C).
+    c_pattern: Option<Arc<Pattern>>,
+    batch: usize,
+    size: SpgemmSize,
+    choice: TileChoice,
+    rec_words: u32,
+    records: CudaSlice<u32>,
+    work: WorkList,
+    device: DeviceWork,
+}
+
+impl SpgemmPlan {
+    /// Block pairs per matrix: the product costs `2 · pairs · bm · bk · bn` flops per matrix.
+    pub fn pairs(&self) -> usize {
+        self.size.pairs
+    }
+    /// Flops of one product (the whole batch), counting only the pairs.
+    pub fn flops(&self) -> f64 {
+        let (a, b) = (self.a_pattern.block, self.b_pattern.block);
+        2.0 * self.size.pairs as f64 * a.bm as f64 * a.bk as f64 * b.bk as f64 * self.batch as f64
+    }
+    /// The plan's sizes.
+    pub fn size(&self) -> SpgemmSize {
+        self.size
+    }
+    /// C's pattern, for a block-sparse C (None for a dense C).
+    pub fn output_pattern(&self) -> Option<&Arc<Pattern>> {
+        self.c_pattern.as_ref()
+    }
+    /// Matrices per product.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+    /// The kernel family and tile it launches.
+    pub fn tile(&self) -> TileChoice {
+        self.choice
+    }
+    /// The host-side work list.
+    pub fn work(&self) -> &WorkList {
+        &self.work
+    }
+    /// Bytes of device memory the plan holds (records, work list, workspace).
+    pub fn device_bytes(&self) -> usize {
+        4 * self.records.len() + self.device.bytes()
+    }
+}
+
+/// The block grid of a pattern, for the symbolic phase.
+fn grid(p: &Pattern) -> BlockPattern<'_> {
+    BlockPattern { cols: p.ncols / p.block.bk, row_ptr: &p.row_ptr, col_idx: &p.col_idx_host }
+}
+
+/// How the records of one product are laid out: `j_per_tile` column blocks per tile.
+struct Layout2 {
+    j_per_tile: usize,
+    dense: bool,
+}
+
+/// The records of every tile, built by [`walk`] (or only counted).
+#[derive(Default)]
+struct Records {
+    /// `(records, 1 + j_per_tile)` words.
+    words: Vec<u32>,
+    /// Per tile, in row order: (block row, N tile (dense C), first C block, one past the last
+    /// (block-sparse C), first record, one past the last).
+    tiles: Vec<[u32; 6]>,
+    n_records: usize,
+    n_tiles: usize,
+}
+
+/// Walks every block row of the product: each output tile's records, in increasing K (A's
+/// column order), counted, or also stored when `store`. `c` is C's pattern for a block-sparse
+/// C (`None`: dense).
+fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout2, store: bool) -> Result<Records> {
+    let jt = l.j_per_tile;
+    let w = 1 + jt;
+    let mut out = Records::default();
+    // Per C column: its tile and column within the tile in the current row (block-sparse C),
+    // stamped with the row.
+    let mut pos = vec![(u32::MAX, 0u32, 0u32); if l.dense { 0 } else { b.cols }];
+    let n_tiles_dense = b.cols.div_ceil(jt);
+    let mut tile_recs: Vec<Vec<u32>> = Vec::new();
+    let mut last_p: Vec<u32> = Vec::new();
+    let mut count_recs: Vec<usize> = Vec::new();
+    let rows = a.row_ptr.len().saturating_sub(1);
+    for i in 0..rows {
+        let (n_tiles, c_begin, c_len) = match c {
+            None => (n_tiles_dense, 0, 0),
+            Some(c) => {
+                let (lo, hi) = (c.row_ptr[i] as usize, c.row_ptr[i + 1] as usize);
+                for (s, ci) in (lo..hi).enumerate() {
+                    pos[c.col_idx[ci] as usize] = (i as u32, (s / jt) as u32, (s % jt) as u32);
+                }
+                ((hi - lo).div_ceil(jt), lo, hi - lo)
+            }
+        };
+        if last_p.len() < n_tiles {
+            last_p.resize(n_tiles, u32::MAX);
+            count_recs.resize(n_tiles, 0);
+            if store {
+                tile_recs.resize_with(n_tiles, Vec::new);
+            }
+        }
+        last_p[..n_tiles].fill(u32::MAX);
+        count_recs[..n_tiles].fill(0);
+        if store {
+            tile_recs[..n_tiles].iter_mut().for_each(Vec::clear);
+        }
+        for p in a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize {
+            let k = a.col_idx[p] as usize;
+            for q in b.row_ptr[k] as usize..b.row_ptr[k + 1] as usize {
+                let j = b.col_idx[q] as usize;
+                let (t, s) = if l.dense {
+                    (j / jt, j % jt)
+                } else {
+                    let (row, t, s) = pos[j];
+                    if row != i as u32 {
+                        continue; // outside the mask
+                    }
+                    (t as usize, s as usize)
+                };
+                if last_p[t] != p as u32 {
+                    last_p[t] = p as u32;
+                    count_recs[t] += 1;
+                    if store {
+                        let r = &mut tile_recs[t];
+                        r.push(p as u32);
+                        r.extend(std::iter::repeat_n(NO_BLOCK, jt));
+                    }
+                }
+                if store {
+                    let r = &mut tile_recs[t];
+                    let base = r.len() - w;
+                    r[base + 1 + s] = q as u32;
+                }
+            }
+        }
+        for t in 0..n_tiles {
+            let first = out.n_records;
+            out.n_records += count_recs[t];
+            out.n_tiles += 1;
+            if store {
+                out.words.extend_from_slice(&tile_recs[t]);
+                let (cb, ce) = if l.dense {
+                    (0, 0)
+                } else {
+                    let lo = c_begin + t * jt;
+                    (lo, (lo + jt).min(c_begin + c_len))
+                };
+                let nt = if l.dense { t } else { 0 };
+                out.tiles.push([i as u32, nt as u32, cb as u32, ce as u32, first as u32, out.n_records as u32]);
+            }
+        }
+        if out.n_records > u32::MAX as usize - 1 || out.n_tiles > i32::MAX as usize {
+            return Err(Error::TooLarge { what: "stage records of the product", value: out.n_records });
+        }
+    }
+    Ok(out)
+}
+
+/// The product's plan before any device allocation: the symbolic phase's counts and C's
+/// pattern.
+struct Symbolic {
+    size: SpgemmSize,
+    /// C's pattern (row_ptr, col_idx) for a product-pattern C.
+    product: Option<(Vec<u32>, Vec<u32>)>,
+}
+
+impl Context {
+    /// The tile the kernels use for `(bm, bk, bn)` blocks (wgmma + TMA where the blocks are 64
+    /// or 128 in every dimension, the TMA coordinates fit and the module has the kernel;
+    /// mma.sync otherwise).
+    fn spgemm_tile<T: InputElement>(&self, a: &Pattern, b: &Pattern) -> Result<TileChoice> {
+        let (bm, bk, bn) = (a.block.bm, a.block.bk, b.block.bk);
+        let fits = |p: &Pattern| p.nnzb().checked_mul(p.block.bm).is_some_and(|r| r < i32::MAX as usize);
+        let hopper = wgmma_tile_index(bm as u32)
+            .filter(|_| bk.is_multiple_of(WG_K as usize) && bn.is_multiple_of(WG_K as usize) && fits(a) && fits(b));
+        if let Some(tile) = hopper {
+            let key = KernelKey { op: OpKind::Spgemm, family: KernelFamily::Hopper, input: T::DTYPE, tile, output: T::DTYPE };
+            if self.kernels.has(key) {
+                return Ok(TileChoice { family: KernelFamily::Hopper, tile });
+            }
+        }
+        let tile = mma_tile_index(bm as u32).ok_or(Error::UnsupportedBlockSize { bm, bk })?;
+        Ok(TileChoice { family: KernelFamily::Portable, tile })
+    }
+
+    /// Checks A, B and the output kind against each other.
+    fn spgemm_check<T>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: &SpgemmOutput) -> Result<()> {
+        self.same_device("A", a.values.ordinal())?;
+        self.same_device("B", b.values.ordinal())?;
+        expect("rows of B (= columns of A)", a.ncols(), b.nrows())?;
+        expect("block rows of B (= block columns of A)", a.block().bk, b.block().bm)?;
+        expect_batch("B", a.batch, b.batch)?;
+        if let SpgemmOutput::Mask(m) = out {
+            self.same_device("the mask", m.col_idx.ordinal())?;
+            expect("rows of the mask (= rows of A)", a.nrows(), m.nrows)?;
+            expect("columns of the mask (= columns of B)", b.ncols(), m.ncols)?;
+            expect("block height of the mask (= block height of A)", a.block().bm, m.block.bm)?;
+            expect("block width of the mask (= block width of B)", b.block().bk, m.block.bk)?;
+        }
+        Ok(())
+    }
+
+    fn spgemm_symbolic<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: &SpgemmOutput) -> Result<(Symbolic, TileChoice)> {
+        self.spgemm_check(a, b, out)?;
+        let choice = self.spgemm_tile::<T>(&a.pattern, &b.pattern)?;
+        let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
+        let mask = match out {
+            SpgemmOutput::Mask(m) => Some(grid(m)),
+            _ => None,
+        };
+        let counts = pairs::count(&ga, &gb, mask.as_ref())?;
+        let (_, tn) = choice.shape();
+        let layout = Layout2 { j_per_tile: (tn as usize / b.block().bk).max(1), dense: matches!(out, SpgemmOutput::Dense) };
+        // C's pattern first for a product-pattern C (the records' tiles are runs of its blocks).
+        let product = match out {
+            SpgemmOutput::Product => {
+                let plan = pairs::plan(&ga, &gb, None)?;
+                Some((plan.c_row_ptr, plan.c_col_idx))
+            }
+            _ => None,
+        };
+        let c_grid = match (out, &product) {
+            (SpgemmOutput::Product, Some((rp, ci))) => Some(BlockPattern { cols: gb.cols, row_ptr: rp, col_idx: ci }),
+            (SpgemmOutput::Mask(_), _) => mask,
+            _ => None,
+        };
+        let rec = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+        let w = 1 + layout.j_per_tile;
+        let c_blocks = match out {
+            SpgemmOutput::Dense => a.pattern.block_rows() * gb.cols,
+            _ => counts.c_blocks,
+        };
+        let product_bytes = product.as_ref().map_or(0, |(rp, ci)| 4 * (rp.len() + ci.len()));
+        let batch = a.batch;
+        let device_bytes = 4 * w * rec.n_records + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch + product_bytes;
+        let host_bytes = 4 * w * rec.n_records + 24 * rec.n_tiles + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch
+            + product_bytes
+            + 8 * counts.pairs * matches!(out, SpgemmOutput::Product) as usize;
+        let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.n_tiles, device_bytes, host_bytes };
+        Ok((Symbolic { size, product }, choice))
+    }
+
+    /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
+    /// anything proportional to it (the counting pass of the symbolic phase).
+    pub fn spgemm_size<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: &SpgemmOutput) -> Result<SpgemmSize> {
+        Ok(self.spgemm_symbolic(a, b, out)?.0.size)
+    }
+
+    /// Plans `C = alpha · A · B + beta · C` for A's and B's patterns and batch, and C as `out`
+    /// says (A is `(M, K)` in `(bm, bk)` blocks, B `(K, N)` in `(bk, bn)` blocks). The plan's
+    /// size is counted first ([`Context::spgemm_size`]); the plan then serves every product of
+    /// matrices with these patterns.
+    pub fn plan_spgemm<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: SpgemmOutput) -> Result<SpgemmPlan> {
+        let (sym, choice) = self.spgemm_symbolic(a, b, &out)?;
+        let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
+        let (_, tn) = choice.shape();
+        let bn = b.block().bk;
+        let layout = Layout2 { j_per_tile: (tn as usize / bn).max(1), dense: matches!(out, SpgemmOutput::Dense) };
+        let stream = self.stream();
+        let c_pattern = match (&out, sym.product) {
+            (SpgemmOutput::Mask(m), _) => Some(m.clone()),
+            (SpgemmOutput::Product, Some((row_ptr, col_idx_host))) => {
+                let col_idx = stream.clone_htod(if col_idx_host.is_empty() { &[0u32][..] } else { &col_idx_host })?;
+                let block = BlockShape { bm: a.block().bm, bk: bn };
+                Some(Arc::new(Pattern { nrows: a.nrows(), ncols: b.ncols(), block, row_ptr, col_idx_host, col_idx }))
+            }
+            _ => None,
+        };
+        let c_grid = c_pattern.as_deref().map(grid);
+        let rec = walk(&ga, &gb, c_grid.as_ref(), &layout, true)?;
+        let key = KernelKey { op: OpKind::Spgemm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE };
+        let kernel = self.kernels.get(key)?;
+        let resident = self.resident_blocks(choice, kernel)?;
+        let stages_per_record = match choice.family {
+            KernelFamily::Hopper => a.block().bk as u32 / WG_K,
+            KernelFamily::Portable => (a.block().bk as u32).div_ceil(choice.ks()),
+        };
+        let mut work = split_tiles(&rec.tiles, to_u32("batch", a.batch)?, resident, stages_per_record)?;
+        if choice.family == KernelFamily::Hopper {
+            schedule_persistent(&mut work, resident, |i| (i.k_end - i.k_begin) as u64 + 1);
+        }
+        let (tm, _) = choice.shape();
+        let device = DeviceWork::upload(stream, &work, (tm, tn))?;
+        let records = stream.clone_htod(if rec.words.is_empty() { &[0u32][..] } else { &rec.words })?;
+        Ok(SpgemmPlan {
+            a_pattern: a.pattern.clone(),
+            b_pattern: b.pattern.clone(),
+            c_pattern,
+            batch: a.batch,
+            size: sym.size,
+            choice,
+            rec_words: 1 + layout.j_per_tile as u32,
+            records,
+            work,
+            device,
+        })
+    }
+
+    /// A zero-filled block-sparse C for `plan` (its batch, C's pattern: the product's own or
+    /// the mask). Fails with [`Error::PlanMismatch`] for a plan of a dense C.
+    pub fn spgemm_output<O: Element>(&self, plan: &SpgemmPlan) -> Result<DeviceBsr<O>> {
+        let Some(pattern) = plan.c_pattern.clone() else {
+            return Err(Error::PlanMismatch("the plan was made for a dense C".into()));
+        };
+        self.same_device("the plan", plan.device.ordinal())?;
+        let len = (pattern.nnzb() * pattern.block.elems()).checked_mul(plan.batch).ok_or(Error::Overflow { what: "batch values" })?;
+        let values = self.stream().alloc_zeros::<O>(len.max(1))?;
+        Ok(DeviceBsr { pattern, values, batch: plan.batch })
+    }
+
+    /// `C = alpha · A · B + beta · C` into a dense C (`c.t_mut()` for a column-major one), with
+    /// a plan made for [`SpgemmOutput::Dense`]. Every element of C is written; every argument
+    /// is checked before anything is launched.
+    pub fn spgemm<'c, T: InputElement, O: Element>(
+        &self,
+        plan: &SpgemmPlan,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        beta: f32,
+        c: impl Into<MatMut<'c, O>>,
+    ) -> Result<()> {
+        if plan.c_pattern.is_some() {
+            return Err(Error::PlanMismatch("the plan was made for a block-sparse C (use spgemm_bsr)".into()));
+        }
+        let mut c = c.into();
+        self.spgemm_check_operands(plan, a, b)?;
+        self.same_device("C", c.buf.ordinal())?;
+        let cs = c.shape();
+        expect("rows of C (= rows of A)", a.nrows(), cs.rows)?;
+        expect("columns of C (= columns of B)", b.ncols(), cs.cols)?;
+        expect_batch("C", plan.batch, cs.batch)?;
+        let stream = self.stream();
+        let (c_ptr, _gc) = c.device_ptr_mut(stream);
+        let out = DenseOut {
+            c: c_ptr,
+            batch_stride: cs.batch_stride as u64,
+            ld: to_u32("ldc", cs.ld)?,
+            rows: to_u32("M", cs.rows)?,
+            cols: to_u32("N", cs.cols)?,
+            col_major: if cs.layout == Layout::ColMajor { blocksparse_abi::flags::C_COL_MAJOR } else { 0 },
+            alpha,
+            beta,
+        };
+        let tmap_c = if cs.layout == Layout::RowMajor && plan.choice.family == KernelFamily::Hopper {
+            let t = WGMMA_TILES[plan.choice.tile];
+            if t.c_buffers > 0 {
+                let ce = core::mem::size_of::<O>() as u32;
+                super::spmm::dense_map::<O>(c_ptr, &cs, [128 / ce, blocksparse_abi::WG_M])?
+            } else {
+                [0; 16]
+            }
+        } else {
+            [0; 16]
+        };
+        self.run_spgemm::<T, O>(plan, alpha, a, b, beta, FIXUP_TO_DENSE, out, BlockOut::default(), tmap_c)
+    }
+
+    /// `C = alpha · A · B + beta · C` into a block-sparse C with the plan's pattern (from
+    /// [`Context::spgemm_output`] for a product-pattern plan, or the C whose pattern was the
+    /// mask). Every block of C is written; every argument is checked before anything is
+    /// launched.
+    pub fn spgemm_bsr<T: InputElement, O: Element>(
+        &self,
+        plan: &SpgemmPlan,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        beta: f32,
+        c: &mut DeviceBsr<O>,
+    ) -> Result<()> {
+        let Some(c_pattern) = &plan.c_pattern else {
+            return Err(Error::PlanMismatch("the plan was made for a dense C (use spgemm)".into()));
+        };
+        if !Arc::ptr_eq(c_pattern, &c.pattern) {
+            return Err(Error::PlanMismatch("C's pattern is not the plan's output pattern".into()));
+        }
+        self.spgemm_check_operands(plan, a, b)?;
+        self.same_device("C", c.values.ordinal())?;
+        expect_batch("C", plan.batch, c.batch)?;
+        let c_stride = c.values_per_matrix();
+        let stream = self.stream();
+        let (c_values, _gc) = c.values_ptr_mut(stream);
+        let blocks = BlockOut {
+            values: c_values,
+            batch_stride: c_stride as u64,
+            bm_log2: c_pattern.block.bm.trailing_zeros(),
+            bn_log2: c_pattern.block.bk.trailing_zeros(),
+            alpha,
+            beta,
+        };
+        self.run_spgemm::<T, O>(plan, alpha, a, b, beta, FIXUP_TO_BLOCKS, DenseOut::default(), blocks, [0; 16])
+    }
+
+    fn spgemm_check_operands<T>(&self, plan: &SpgemmPlan, a: &DeviceBsr<T>, b: &DeviceBsr<T>) -> Result<()> {
+        if !Arc::ptr_eq(&plan.a_pattern, &a.pattern) {
+            return Err(Error::PlanMismatch("the plan was made for another pattern of A".into()));
+        }
+        if !Arc::ptr_eq(&plan.b_pattern, &b.pattern) {
+            return Err(Error::PlanMismatch("the plan was made for another pattern of B".into()));
+        }
+        self.same_device("the plan", plan.device.ordinal())?;
+        self.same_device("A", a.values.ordinal())?;
+        self.same_device("B", b.values.ordinal())?;
+        expect_batch("A", plan.batch, a.batch)?;
+        expect_batch("B", plan.batch, b.batch)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run_spgemm<T: InputElement, O: Element>(
+        &self,
+        plan: &SpgemmPlan,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        beta: f32,
+        to: u32,
+        out: DenseOut,
+        blocks: BlockOut,
+        tmap_c: [u64; 16],
+    ) -> Result<()> {
+        check_scalars(alpha, beta)?;
+        if plan.work.items.is_empty() {
+            return Ok(()); // no output blocks
+        }
+        let stream = self.stream();
+        let choice = plan.choice;
+        let (kernel, fixup) = self.op_kernels::<T, O>(OpKind::Spgemm, choice, plan.device.fixup_grid)?;
+        let workspace = plan.device.workspace(self.cuda(), stream)?;
+        let (work, _work_guards) = plan.device.params(stream);
+        let (records, _gr) = plan.records.device_ptr(stream);
+        let (a_values, _ga) = a.values_ptr(stream);
+        let (b_values, _gb) = b.values_ptr(stream);
+        let (ab, bb) = (a.block(), b.block());
+        let (a_stride, b_stride) = (a.values_per_matrix(), b.values_per_matrix());
+        let params = SpgemmParams {
+            work,
+            a_values,
+            b_values,
+            records,
+            a_batch_stride: a_stride as u64,
+            b_batch_stride: b_stride as u64,
+            rec_words: plan.rec_words,
+            bm_log2: ab.bm.trailing_zeros(),
+            bk_log2: ab.bk.trailing_zeros(),
+            bn_log2: bb.bk.trailing_zeros(),
+            to,
+            _pad: 0,
+            out,
+            blocks,
+        };
+        match choice.family {
+            KernelFamily::Portable => {
+                // SAFETY: the parameter block is the kernel's; A's and B's values and C are live
+                // allocations of the checked shapes, guarded until the launches are queued; the
+                // plan's records index only blocks of A's and B's patterns, its items only C's
+                // tiles (or blocks) and its partial slots.
+                unsafe { launch(stream, kernel, plan.device.grid, params) }?;
+            }
+            KernelFamily::Hopper => {
+                let t = WGMMA_TILES[choice.tile];
+                let e = core::mem::size_of::<T>() as u64;
+                let batch = plan.batch as u64;
+                // A: the values as an (nnzA · bm, bk) matrix per batch entry, K-major boxes
+                // (64 K, tm); B: the values as an (nnzB · bk, bn) matrix, MN-major boxes (64, 64).
+                let a_rows = (a.nnzb() * ab.bm) as u64;
+                let b_rows = (b.nnzb() * bb.bm) as u64;
+                let tmap_a = tensor_map::<T>(a_values, [ab.bk as u64, a_rows, batch], [ab.bk as u64 * e, a_stride as u64 * e], [WG_K, t.tm])?;
+                let tmap_b = tensor_map::<T>(b_values, [bb.bk as u64, b_rows, batch], [bb.bk as u64 * e, b_stride as u64 * e], [WG_K, WG_K])?;
+                let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
+                // SAFETY: as above; the tensor maps describe exactly A's and B's values and C.
+                unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
+            }
+        }
+        if let (Some((groups, _gg)), Some(fixup)) = (plan.device.groups(stream), fixup) {
+            let (tm, tn) = choice.shape();
+            let fix = FixupParams { partials: work.partials, groups, tm, tn, to, _pad: 0, out, blocks };
+            // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote (same
+            // stream, so after it) and writes the split tiles of C.
+            unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
+        }
+        workspace.release()
+    }
+}
+
+/// The work list of an SpGEMM plan: one item per output tile and matrix, with the tiles whose
+/// records would dominate the launch (more than twice a resident thread block's fair share, and
+/// at least 8 stages) split into near-equal pieces summed by the fix-up kernel in piece order.
+/// Items are ordered matrix by matrix, row by row (the tiles of one row read the same A blocks);
+/// the longest pieces come first where lengths differ a lot.
+fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32) -> Result<WorkList> {
+    let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;
+    let fair = total.div_ceil(resident.max(1) as u64);
+    let min_piece = 8u64.div_ceil(stages_per_record.max(1) as u64);
+    let limit = (2 * fair).max(min_piece).min(u32::MAX as u64) as u32;
+    let mut items = Vec::new();
+    items.try_reserve_exact(tiles.len() * batch as usize).map_err(|_| Error::Allocation { what: "work items", elements: tiles.len() })?;
+    let mut groups = Vec::new();
+    let mut n_slots = 0u32;
+    for bt in 0..batch {
+        for t in tiles {
+            let [tile_row, n_tile, blk_begin, blk_end, begin, end] = *t;
+            let base = WorkItem { tile_row, n_tile, blk_begin, blk_end, partial_slot: NO_SLOT, batch: bt, k_begin: begin, k_end: end };
+            let len = end - begin;
+            if len <= limit {
+                items.push(base);
+                continue;
+            }
+            let pieces = len.div_ceil(limit);
+            groups.push(SplitGroup { tile_row, n_tile, first_slot: n_slots, n_slots: pieces, batch: bt, blk_begin, blk_end });
+            for c in 0..pieces {
+                let lo = begin + (len as u64 * c as u64 / pieces as u64) as u32;
+                let hi = begin + (len as u64 * (c + 1) as u64 / pieces as u64) as u32;
+                items.push(WorkItem { partial_slot: n_slots + c, k_begin: lo, k_end: hi, ..base });
+            }
+            n_slots = n_slots.checked_add(pieces).ok_or(Error::Overflow { what: "split-K slots" })?;
+        }
+    }
+    if items.len() > i32::MAX as usize {
+        return Err(Error::TooLarge { what: "work items", value: items.len() });
+    }
+    let nonempty = items.iter().filter(|i| i.k_end > i.k_begin).count().max(1) as u64;
+    let mean = items.iter().map(|i| (i.k_end - i.k_begin) as u64).sum::<u64>() / nonempty;
+    let heavy = (2 * mean).max(1);
+    items.sort_by_key(|i| {
+        let len = (i.k_end - i.k_begin) as u64;
+        if len >= heavy { u64::MAX - len } else { u64::MAX }
+    });
+    let max_item_blocks = items.iter().map(|i| i.k_end - i.k_begin).max().unwrap_or(0);
+    Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
+}
