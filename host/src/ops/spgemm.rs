@@ -630,3 +630,7 @@ fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record:
     let max_item_blocks = items.iter().map(|i| i.k_end - i.k_begin).max().unwrap_or(0);
     Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
 }
+
+#[cfg(test)]
+#[path = "spgemm_tests.rs"]
+mod tests;

@@ -1,0 +1,2 @@
+//! Tests of the SpGEMM planner (host only).
+use super::*;
