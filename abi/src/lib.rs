@@ -567,8 +567,9 @@ pub struct SpgemmParams {
     pub bn_log2: u32,
     /// [`FIXUP_TO_DENSE`] (C is `out`) or [`FIXUP_TO_BLOCKS`] (C is `blocks`).
     pub to: u32,
-    /// Padding (keeps the layout the same on host and device).
-    pub _pad: u32,
+    /// Rows of B's values as one `(nnzB · bk, bn)` matrix: a TMA box from this row on lies
+    /// past the end and reads zeros (the Hopper kernel's absent B boxes).
+    pub b_rows: u32,
     /// A dense C.
     pub out: DenseOut,
     /// A block-sparse C (`(bm, bn)` blocks).

@@ -14,6 +14,12 @@
     },
     Embedded {
         arch: Arch::Sm80,
+        module: Module { op: OpKind::Spgemm, family: KernelFamily::Portable },
+        ptx: include_str!("spgemm_portable.sm_80.ptx"),
+        cubin: include_bytes!("spgemm_portable.sm_80.cubin"),
+    },
+    Embedded {
+        arch: Arch::Sm80,
         module: Module { op: OpKind::Fixup, family: KernelFamily::Portable },
         ptx: include_str!("fixup_portable.sm_80.ptx"),
         cubin: include_bytes!("fixup_portable.sm_80.cubin"),
@@ -32,6 +38,12 @@
     },
     Embedded {
         arch: Arch::Sm90a,
+        module: Module { op: OpKind::Spgemm, family: KernelFamily::Portable },
+        ptx: include_str!("spgemm_portable.sm_90a.ptx"),
+        cubin: include_bytes!("spgemm_portable.sm_90a.cubin"),
+    },
+    Embedded {
+        arch: Arch::Sm90a,
         module: Module { op: OpKind::Fixup, family: KernelFamily::Portable },
         ptx: include_str!("fixup_portable.sm_90a.ptx"),
         cubin: include_bytes!("fixup_portable.sm_90a.cubin"),
@@ -47,5 +59,11 @@
         module: Module { op: OpKind::Sddmm, family: KernelFamily::Hopper },
         ptx: include_str!("sddmm_hopper.sm_90a.ptx"),
         cubin: include_bytes!("sddmm_hopper.sm_90a.cubin"),
+    },
+    Embedded {
+        arch: Arch::Sm90a,
+        module: Module { op: OpKind::Spgemm, family: KernelFamily::Hopper },
+        ptx: include_str!("spgemm_hopper.sm_90a.ptx"),
+        cubin: include_bytes!("spgemm_hopper.sm_90a.cubin"),
     },
 ]

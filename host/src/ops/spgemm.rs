@@ -546,7 +546,7 @@ impl Context {
             bk_log2: ab.bk.trailing_zeros(),
             bn_log2: bb.bk.trailing_zeros(),
             to,
-            _pad: 0,
+            b_rows: to_u32("rows of B's values", b.nnzb() * bb.bm)?,
             out,
             blocks,
         };

@@ -1,0 +1,286 @@
+//! SpGEMM: `C = alpha · A · B + beta · C` with A and B block-sparse, on either kernel family.
+//! A is `(M, K)` in `(bm, bk)` blocks, B `(K, N)` in `(bk, bn)` blocks; C is dense (`out`) or
+//! block-sparse in `(bm, bn)` blocks (`blocks`); the tile height is bm.
+//!
+//! A work item is block row `r` of C, a tile of `J = tn / bn` column blocks (N tile `nt` of a
+//! dense C, or C's blocks `c0..c1` side by side), matrix `b`, and its stage records
+//! `r0..r1` (`SpgemmParams::records`: record `s` is an A block `p` and, per tile column block
+//! `j`, the B block `q_j` it meets or `NO_BLOCK`):
+//! ```text
+//! for i in 0..bm, j in 0..J, jj in 0..bn:
+//!     acc = 0
+//!     for s in r0..r1 (increasing K), kk in 0..bk:
+//!         if q_j(s) != NO_BLOCK:
+//!             acc += A[b].block(p(s))[i][kk] * B[b].block(q_j(s))[kk][jj]
+//!     C tile (i, j·bn + jj) = alpha*acc + beta*C (dense: columns < N only; block-sparse: blocks
+//!     c0..c1 only), or acc → the item's partial slot (summed by the fix-up kernel)
+//! ```
+//! The K axis of an item is its records, each `bk` deep, cut into stages.
+
+use blocksparse_abi::{FIXUP_TO_DENSE, MmaTile, NO_BLOCK, NO_SLOT, SpgemmParams, WorkItem};
+
+use crate::core::epilogue::{BlockDest, DenseDest, partial_tile};
+use crate::core::portable::{Acc, PortableOp, WarpTile};
+use crate::core::work::this_block_item;
+use crate::dtype::Output;
+use crate::ptx::ld_global_nc_u32;
+
+/// The SpGEMM op.
+pub struct Spgemm;
+
+/// Word `w` of stage record `r`.
+#[inline(always)]
+unsafe fn record_word(p: &SpgemmParams, r: u32, w: u32) -> u32 {
+    unsafe { ld_global_nc_u32((p.records as *const u32).wrapping_add((r * p.rec_words + w) as usize)) }
+}
+
+/// Element offset of matrix `batch`'s values of A block `blk`, row `row`, column `col`.
+#[inline(always)]
+fn a_offset(p: &SpgemmParams, batch: u32, blk: u32, row: u32, col: u32) -> usize {
+    batch as usize * p.a_batch_stride as usize + ((((blk as usize) << p.bm_log2) + row as usize) << p.bk_log2) + col as usize
+}
+
+/// Element offset of matrix `batch`'s values of B block `blk`, row `row`, column `col`.
+#[inline(always)]
+fn b_offset(p: &SpgemmParams, batch: u32, blk: u32, row: u32, col: u32) -> usize {
+    batch as usize * p.b_batch_stride as usize + ((((blk as usize) << p.bk_log2) + row as usize) << p.bn_log2) + col as usize
+}
+
+/// A block-sparse C's blocks `blk_begin .. blk_end` of matrix `batch`, from row `row0` of each.
+#[inline(always)]
+fn block_dest<O: Output>(p: &SpgemmParams, item: &WorkItem, row0: u32) -> BlockDest {
+    let b = &p.blocks;
+    let values = b.values + item.batch as u64 * b.batch_stride * core::mem::size_of::<O::Elem>() as u64;
+    BlockDest::blocks::<O>(values, item.blk_begin, item.blk_end - item.blk_begin, 1 << b.bm_log2, b.bn_log2, row0, b.alpha, b.beta)
+}
+
+/// A portable thread block's item: virtual K runs over its records, `1 << span_log2` deep each
+/// (bk, or one stage for blocks shallower than a stage; k past bk inside a record is zero).
+#[derive(Clone, Copy)]
+pub struct PortableItem {
+    item: WorkItem,
+    span_log2: u32,
+    /// Stages per record, log2.
+    per_record_log2: u32,
+}
+
+impl PortableItem {
+    /// The record and the K offset inside its blocks of virtual K `k`, or `None` past bk.
+    #[inline(always)]
+    fn at(&self, p: &SpgemmParams, k: u32) -> Option<(u32, u32)> {
+        let kin = k & ((1 << self.span_log2) - 1);
+        if kin >> p.bk_log2 != 0 { None } else { Some((self.item.k_begin + (k >> self.span_log2), kin)) }
+    }
+}
+
+impl PortableOp for Spgemm {
+    type Params = SpgemmParams;
+    type Item = PortableItem;
+
+    #[inline(always)]
+    fn flags(_p: &SpgemmParams) -> u32 {
+        0 // A K-major (its blocks row-major), B MN-major (its blocks row-major)
+    }
+
+    #[inline(always)]
+    unsafe fn prepare(p: &SpgemmParams, t: MmaTile, _cache: u32, _tid: u32) -> PortableItem {
+        let item = unsafe { this_block_item(&p.work) };
+        let ks_log2 = t.ks.trailing_zeros();
+        let span_log2 = if p.bk_log2 > ks_log2 { p.bk_log2 } else { ks_log2 };
+        PortableItem { item, span_log2, per_record_log2: span_log2 - ks_log2 }
+    }
+
+    #[inline(always)]
+    fn k_stages(_p: &SpgemmParams, it: &PortableItem, _t: MmaTile) -> u32 {
+        (it.item.k_end - it.item.k_begin) << it.per_record_log2
+    }
+
+    #[inline(always)]
+    unsafe fn a_chunk<const A_MN: bool>(p: &SpgemmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+        // K-major: row = M row of the block, chunk along its columns (K). (The op's flags never
+        // ask for MN-major.)
+        let values = p.a_values as *const u16;
+        let Some((r, kin)) = it.at(p, k0 + 8 * chunk) else {
+            return (values as *const u8, 0);
+        };
+        let blk = unsafe { record_word(p, r, 0) };
+        (values.wrapping_add(a_offset(p, it.item.batch, blk, row, kin)) as *const u8, 16)
+    }
+
+    #[inline(always)]
+    unsafe fn b_chunk<const B_K: bool>(p: &SpgemmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+        // MN-major: row = K row, chunk along the tile's columns; column block j of the tile is
+        // the record's word 1 + j. (The op's flags never ask for K-major.)
+        let values = p.b_values as *const u16;
+        let Some((r, kin)) = it.at(p, k0 + row) else {
+            return (values as *const u8, 0);
+        };
+        let tcol = 8 * chunk;
+        let blk = unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) };
+        if blk == NO_BLOCK {
+            return (values as *const u8, 0);
+        }
+        (values.wrapping_add(b_offset(p, it.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1))) as *const u8, 16)
+    }
+
+    #[inline(always)]
+    unsafe fn store<O: Output>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, w: WarpTile, acc: &Acc) {
+        let item = &it.item;
+        if item.partial_slot != NO_SLOT {
+            unsafe { w.store_partial(partial_tile(&p.work, item.partial_slot, t.tm * t.tn), t.tn, acc) };
+        } else if p.to == FIXUP_TO_DENSE {
+            let d = DenseDest::tile::<O>(&p.out, item.batch, item.tile_row * t.tm + w.row0, item.n_tile * t.tn + w.col0);
+            unsafe { w.store::<O, _>(&d, 0, acc) };
+        } else {
+            unsafe { w.store::<O, _>(&block_dest::<O>(p, item, w.row0), w.col0, acc) };
+        }
+    }
+}
+
+#[cfg(target_feature = "sm_90a")]
+mod hopper {
+    use super::*;
+    use crate::core::epilogue::{store_partial_strip, store_strip};
+    use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
+    use crate::core::work::ItemCursor;
+    use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
+
+    /// One stage: 64 K of one record. `boxes` has bit `j` set where B box `j` (tile columns
+    /// `64 j ..`) is loaded.
+    #[derive(Clone, Copy)]
+    pub struct Stage {
+        batch: u32,
+        record: u32,
+        kin: u32,
+        a_blk: u32,
+        boxes: u32,
+    }
+
+    /// The producer's stream: each item's records in order, `bk / 64` stages each; a record's
+    /// A block and B-box presence are read one stage ahead.
+    pub struct SpgemmStages {
+        items: ItemCursor,
+        item: WorkItem,
+        /// Next record and K offset inside it.
+        r: u32,
+        kin: u32,
+        pending: Option<Stage>,
+    }
+
+    impl SpgemmStages {
+        #[inline(always)]
+        unsafe fn fetch(&mut self, p: &SpgemmParams) -> Option<Stage> {
+            while self.r >= self.item.k_end {
+                self.item = unsafe { self.items.next() }?;
+                self.r = self.item.k_begin;
+                self.kin = 0;
+            }
+            let (r, kin) = (self.r, self.kin);
+            self.kin += WG_K;
+            if self.kin >> p.bk_log2 != 0 {
+                self.kin = 0;
+                self.r += 1;
+            }
+            let a_blk = unsafe { record_word(p, r, 0) };
+            // Box j of the tile lies in column block (64 j) / bn; the tile is
+            // `(rec_words - 1) · bn` wide.
+            let n_boxes = ((p.rec_words - 1) << p.bn_log2) / BOX;
+            let mut boxes = 0;
+            let mut j = 0;
+            while j < n_boxes {
+                let q = unsafe { record_word(p, r, 1 + ((j * BOX) >> p.bn_log2)) };
+                if q != NO_BLOCK {
+                    boxes |= 1 << j;
+                }
+                j += 1;
+            }
+            Some(Stage { batch: self.item.batch, record: r, kin, a_blk, boxes })
+        }
+    }
+
+    impl StageStream for SpgemmStages {
+        type Params = SpgemmParams;
+        type Stage = Stage;
+
+        #[inline(always)]
+        unsafe fn new(p: &SpgemmParams, items: ItemCursor) -> Self {
+            let mut s = SpgemmStages { items, item: WorkItem::default(), r: 0, kin: 0, pending: None };
+            s.pending = unsafe { s.fetch(p) };
+            s
+        }
+
+        #[inline(always)]
+        unsafe fn next(&mut self, p: &SpgemmParams) -> Option<Stage> {
+            let current = self.pending.take()?;
+            self.pending = unsafe { self.fetch(p) };
+            Some(current)
+        }
+
+        #[inline(always)]
+        unsafe fn issue(&self, p: &SpgemmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
+            // A: the values as an (nnzA · bm, bk) matrix, the K-major box at column kin of the
+            // block's first row. B: the values as an (nnzB · bk, bn) matrix, box j at row
+            // q · bk + kin, column (64 j) mod bn; an absent block's boxes are loaded from row
+            // `b_rows`, past the end of the values: TMA fills them with zeros without reading
+            // memory. (Skipping their wgmma instead puts branches between the wgmma of a
+            // stage, which ptxas then serializes: perf notes v14.)
+            unsafe {
+                load_a(maps, t, false, slot, s.kin, s.a_blk << p.bm_log2, s.batch, full);
+                let mut j = 0;
+                while j < t.tn() / BOX {
+                    let col = j * BOX;
+                    let n = col & ((1 << p.bn_log2) - 1);
+                    let row = if (s.boxes >> j) & 1 != 0 {
+                        (record_word(p, s.record, 1 + (col >> p.bn_log2)) << p.bk_log2) + s.kin
+                    } else {
+                        p.b_rows
+                    };
+                    load_b_box(maps, false, slot, j, n, row, s.batch, full);
+                    j += 1;
+                }
+            }
+        }
+    }
+
+    impl HopperOp for Spgemm {
+        type Params = SpgemmParams;
+        type Stream = SpgemmStages;
+
+        #[inline(always)]
+        fn work(p: &SpgemmParams) -> &WorkParams {
+            &p.work
+        }
+
+        #[inline(always)]
+        fn flags(_p: &SpgemmParams) -> u32 {
+            0
+        }
+
+        #[inline(always)]
+        fn k_stages(p: &SpgemmParams, item: &WorkItem) -> u32 {
+            ((item.k_end - item.k_begin) << p.bk_log2) / WG_K
+        }
+
+        #[inline(always)]
+        unsafe fn store<O: Output>(p: &SpgemmParams, item: &WorkItem, acc: &[f32; 128], c: &Consumer) {
+            let t = c.t;
+            let (w, l) = (c.lt / 32, c.lt % 32);
+            let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
+            if item.partial_slot != NO_SLOT {
+                let tile = partial_tile(&p.work, item.partial_slot, t.tm * t.tn());
+                unsafe { store_partial_strip::<32>(tile, t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
+            } else if p.to == FIXUP_TO_DENSE {
+                let (row0, col0) = (item.tile_row * t.tm + c.wm * WG_M, item.n_tile * t.tn() + c.wn * WG_N);
+                let d = DenseDest::tile::<O>(&p.out, item.batch, row0, col0);
+                if t.c_buffers > 0 && p.out.col_major == 0 {
+                    unsafe { c.stage.store::<O, _, 128>(&d, acc, col0, row0, item.batch, c.lt) };
+                } else {
+                    unsafe { store_strip::<O, _, 32>(&d, 16 * w, 0, l, frag) };
+                }
+            } else {
+                let d = block_dest::<O>(p, item, c.wm * WG_M);
+                unsafe { store_strip::<O, _, 32>(&d, 16 * w, c.wn * WG_N, l, frag) };
+            }
+        }
+    }
+}
