@@ -684,6 +684,7 @@ pub fn run(args: Args) -> Res<bool> {
     bar.finish_and_clear();
     if args.peers {
         crate::peers::run(&mut rows, &args.peer_cache);
+        crate::peers::run_spgemm(&mut spgemm_rows, args.peer_timeout);
     }
     let report = Report {
         gpu: ctx.device_name().to_string(),
