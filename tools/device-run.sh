@@ -14,7 +14,7 @@
 #   spgemm       bench of BSR x BSR (8192^3, 64 and 128 blocks) against dense cuBLAS and each
 #                case's roof, no other suite
 #   spgemm_peers the same with PyTorch's CSR x CSR on the same patterns (each case in its own
-#                python3, at most SPGEMM_PEER_TIMEOUT s, default 60): run it as its own command,
+#                python3, at most SPGEMM_PEER_TIMEOUT s, default 45): run it as its own command,
 #                8 cases may take 8 x that
 #   ncu          Nsight Compute on the op bench at NCU_BLOCKS (default 64; or the bench arguments
 #                NCU_BENCH_ARGS) for the kernels matching NCU_KERNEL (regex, default sddmm_wgmma),
@@ -58,7 +58,7 @@ for s in "$@"; do
         spgemm)
             step spgemm "$XTASK" bench --no-plain --spgemm --json "$LOGS/spgemm.json" ;;
         spgemm_peers)
-            step spgemm_peers "$XTASK" bench --no-plain --spgemm --peers --peer-timeout "${SPGEMM_PEER_TIMEOUT:-60}" \
+            step spgemm_peers "$XTASK" bench --no-plain --spgemm --peers --peer-timeout "${SPGEMM_PEER_TIMEOUT:-45}" \
                 --json "$LOGS/spgemm_peers.json" ;;
         ncu)
             # shellcheck disable=SC2086

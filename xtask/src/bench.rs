@@ -682,11 +682,7 @@ pub fn run(args: Args) -> Res<bool> {
         }
     }
     bar.finish_and_clear();
-    if args.peers {
-        crate::peers::run(&mut rows, &args.peer_cache);
-        crate::peers::run_spgemm(&mut spgemm_rows, args.peer_timeout);
-    }
-    let report = Report {
+    let report = |rows: &[Row], spgemm: &[SpgemmRow]| Report {
         gpu: ctx.device_name().to_string(),
         compute_capability: ctx.compute_capability(),
         module: format!("{:?}", ctx.arch()),
@@ -699,14 +695,24 @@ pub fn run(args: Args) -> Res<bool> {
         cold_start_ms,
         unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         reps: args.reps,
-        rows: rows.clone(),
-        spgemm: spgemm_rows.clone(),
+        rows: rows.to_vec(),
+        spgemm: spgemm.to_vec(),
     };
-    if let Some(dir) = std::path::Path::new(&args.json).parent() {
-        let _ = std::fs::create_dir_all(dir);
+    let write = |report: &Report| -> Res<()> {
+        if let Some(dir) = std::path::Path::new(&args.json).parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+        std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))
+    };
+    if args.peers {
+        // Our rows are kept even if the peers run past a time limit (rewritten with theirs).
+        write(&report(&rows, &spgemm_rows))?;
+        crate::peers::run(&mut rows, &args.peer_cache);
+        crate::peers::run_spgemm(&mut spgemm_rows, args.peer_timeout);
     }
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))?;
+    let report = report(&rows, &spgemm_rows);
+    write(&report)?;
     println!(
         "bench: {} (cc {}.{}), module {:?}, median of {} runs, output in the input dtype",
         report.gpu,
