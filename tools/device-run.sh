@@ -11,6 +11,11 @@
 #   ab           plain SpMM bench, the older binary ($BASE) and this one, interleaved twice
 #   ops          bench of every op and layout, and the batched cases
 #   peers        bench with PyTorch's kernels, default and tuned (PEERS_TUNE_BUDGET_S each)
+#   spgemm       bench of BSR x BSR (8192^3, 64 and 128 blocks) against dense cuBLAS and each
+#                case's roof, no other suite
+#   spgemm_peers the same with PyTorch's CSR x CSR on the same patterns (each case in its own
+#                python3, at most SPGEMM_PEER_TIMEOUT s, default 45): run it as its own command,
+#                8 cases may take 8 x that
 #   ncu          Nsight Compute on the op bench at NCU_BLOCKS (default 64; or the bench arguments
 #                NCU_BENCH_ARGS) for the kernels matching NCU_KERNEL (regex, default sddmm_wgmma),
 #                NCU_COUNT launches after NCU_SKIP; log ncu_$NCU_TAG
@@ -50,6 +55,11 @@ for s in "$@"; do
             step ops "$XTASK" bench --no-plain --ops --batched --blocks 32,64,128 --json "$LOGS/ops.json" ;;
         peers)
             step peers "$XTASK" bench --ops --batched --blocks 32,64,128 --peers --tune --peer-cache "$LOGS/torch_tuned.json" --json "$LOGS/peers.json" ;;
+        spgemm)
+            step spgemm "$XTASK" bench --no-plain --spgemm --json "$LOGS/spgemm.json" ;;
+        spgemm_peers)
+            step spgemm_peers "$XTASK" bench --no-plain --spgemm --peers --peer-timeout "${SPGEMM_PEER_TIMEOUT:-45}" \
+                --json "$LOGS/spgemm_peers.json" ;;
         ncu)
             # shellcheck disable=SC2086
             step "ncu_${NCU_TAG:-${NCU_BLOCKS:-64}}" ncu --clock-control none --kernel-name "regex:${NCU_KERNEL:-sddmm_wgmma}" \

@@ -14,8 +14,14 @@
 //!   before it;
 //! - `--batched`: 16 matrices of 2048³ sharing one pattern (SpMM and SDDMM), against dense
 //!   cuBLAS strided-batched GEMM on the same shapes;
+//! - `--spgemm`: BSR × BSR at M×N×K (`bench_spgemm.rs`): uniform 12.5 % and 50 %, top-16 blocks
+//!   per row and a banded A times a random B, at `--spgemm-blocks` (64 and 128), C dense and C
+//!   at the product's pattern; against dense cuBLAS and the roof of each case (max of flops at
+//!   the dense rate and A + B + C bytes at the DRAM bandwidth), both measured right before each
+//!   row; with `--peers`, PyTorch's CSR × CSR on the same patterns;
 //! - `--peers`: PyTorch's Triton BSR kernels on the same cases (default parameters and, with
-//!   `--tune`, tuned for this GPU by `tune_bsr_dense_addmm`, cached in `--peer-cache`).
+//!   `--tune`, tuned for this GPU by `tune_bsr_dense_addmm`, cached in `--peer-cache`), and
+//!   PyTorch's CSR × CSR (cuSPARSE) on the SpGEMM cases.
 //!
 //! The JSON (`--json`) holds the rows and what is needed to place and reproduce them: GPU,
 //! compute capability, CUDA driver, git commit (at run time and at build time), seed (`--seed`
@@ -38,6 +44,10 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::{DTypeArg, PathArg};
+
+#[path = "bench_spgemm.rs"]
+pub mod spgemm;
+pub use spgemm::SpgemmRow;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -76,13 +86,29 @@ pub struct Args {
     /// Also time the batched cases (16 × 2048³).
     #[arg(long)]
     batched: bool,
-    /// Skip the plain SpMM sweep (with --ops or --batched).
+    /// Also time BSR × BSR (SpGEMM) at M×N×K: uniform 12.5 % × 12.5 % and 50 % × 50 %, top-16
+    /// blocks per row on both, banded A (12.5 %) × uniform B (12.5 %), at each of
+    /// --spgemm-blocks, C dense and C at the product's pattern; against dense cuBLAS and each
+    /// case's roof (max of flops ÷ dense rate and A + B + C bytes ÷ DRAM bandwidth of a 1 GiB
+    /// copy, both timed right before each row). With --peers: PyTorch CSR × CSR on the same
+    /// patterns. Add --no-plain to time only these.
+    #[arg(long)]
+    spgemm: bool,
+    /// Square block sizes of the SpGEMM cases, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "64,128")]
+    spgemm_blocks: Vec<usize>,
+    /// With --peers --spgemm: the longest a PyTorch SpGEMM case may take, in seconds (each case
+    /// runs in its own python3, killed after this; the table then says "timeout").
+    #[arg(long, default_value_t = 90)]
+    peer_timeout: u64,
+    /// Skip the plain SpMM sweep (with --ops, --batched or --spgemm).
     #[arg(long)]
     no_plain: bool,
     /// Also time plain SpMM with these N-tile group sizes instead of the planner's.
     #[arg(long, value_delimiter = ',')]
     groups: Vec<u32>,
-    /// Also run PyTorch's BSR kernels on the same cases (python3 with torch and triton).
+    /// Also run PyTorch's BSR kernels on the same cases (python3 with torch and triton), and
+    /// with --spgemm its CSR × CSR product (torch.sparse.mm, cuSPARSE) on the same patterns.
     #[arg(long)]
     peers: bool,
     /// With --peers: also tune PyTorch's kernel for this GPU on the plain SpMM cases.
@@ -181,6 +207,9 @@ pub struct Report {
     pub unix_time: u64,
     pub reps: usize,
     pub rows: Vec<Row>,
+    /// `--spgemm`: the BSR × BSR rows (`bench_spgemm.rs`: each with the dense cuBLAS time, the
+    /// DRAM bandwidth and the roof measured right before it).
+    pub spgemm: Vec<SpgemmRow>,
 }
 
 /// Runs `cmd args` and returns its trimmed stdout when it succeeds.
@@ -213,7 +242,7 @@ fn cuda_driver_version() -> String {
     if r == sys::CUresult::CUDA_SUCCESS { format!("{}.{}", v / 1000, (v % 1000) / 10) } else { format!("unknown ({r:?})") }
 }
 
-type Res<T> = Result<T, String>;
+pub(crate) type Res<T> = Result<T, String>;
 
 fn err(e: blocksparse::Error) -> String {
     e.to_string()
@@ -620,27 +649,40 @@ pub fn run(args: Args) -> Res<bool> {
             return Err(format!("M = {} and K = {} must be multiples of the block size {bs}", args.m, args.k));
         }
     }
+    if args.spgemm {
+        for &bs in &args.spgemm_blocks {
+            if bs == 0 || !args.m.is_multiple_of(bs) || !args.k.is_multiple_of(bs) || !args.n.is_multiple_of(bs) {
+                return Err(format!("M = {}, N = {} and K = {} must be multiples of the SpGEMM block size {bs}", args.m, args.n, args.k));
+            }
+        }
+    }
     let per_dtype = (if args.no_plain {
         0
     } else {
         args.blocks.len() * args.densities.len() * (1 + args.skewed as usize + 2 * args.structured as usize)
             + args.blocks.len() * if args.masks { MaskFamily::REAL.len() - 1 } else { 0 }
-    }) + args.blocks.len() * (args.ops as usize + args.batched as usize);
+    }) + args.blocks.len() * (args.ops as usize + args.batched as usize)
+        + if args.spgemm { args.spgemm_blocks.len() * spgemm::CASES } else { 0 };
     let bar = ProgressBar::new((per_dtype * args.dtypes.len()) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
     let mut rows = Vec::new();
+    let mut spgemm_rows = Vec::new();
     for &dt in &args.dtypes {
         match DType::from(dt) {
             DType::F16 => run_dtype::<f16>(&ctx, &args, seed, &mut rows, &bar)?,
             DType::Bf16 => run_dtype::<bf16>(&ctx, &args, seed, &mut rows, &bar)?,
             DType::F32 => return Err("f32 inputs are not supported (use f16 or bf16)".into()),
         }
+        if args.spgemm {
+            match DType::from(dt) {
+                DType::F16 => spgemm::run::<f16>(&ctx, &args, seed, &mut spgemm_rows, &bar)?,
+                DType::Bf16 => spgemm::run::<bf16>(&ctx, &args, seed, &mut spgemm_rows, &bar)?,
+                DType::F32 => unreachable!("rejected above"),
+            }
+        }
     }
     bar.finish_and_clear();
-    if args.peers {
-        crate::peers::run(&mut rows, &args.peer_cache);
-    }
-    let report = Report {
+    let report = |rows: &[Row], spgemm: &[SpgemmRow]| Report {
         gpu: ctx.device_name().to_string(),
         compute_capability: ctx.compute_capability(),
         module: format!("{:?}", ctx.arch()),
@@ -653,13 +695,24 @@ pub fn run(args: Args) -> Res<bool> {
         cold_start_ms,
         unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         reps: args.reps,
-        rows: rows.clone(),
+        rows: rows.to_vec(),
+        spgemm: spgemm.to_vec(),
     };
-    if let Some(dir) = std::path::Path::new(&args.json).parent() {
-        let _ = std::fs::create_dir_all(dir);
+    let write = |report: &Report| -> Res<()> {
+        if let Some(dir) = std::path::Path::new(&args.json).parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+        std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))
+    };
+    if args.peers {
+        // Our rows are kept even if the peers run past a time limit (rewritten with theirs).
+        write(&report(&rows, &spgemm_rows))?;
+        crate::peers::run(&mut rows, &args.peer_cache);
+        crate::peers::run_spgemm(&mut spgemm_rows, args.peer_timeout);
     }
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    std::fs::write(&args.json, json).map_err(|e| format!("write {}: {e}", args.json))?;
+    let report = report(&rows, &spgemm_rows);
+    write(&report)?;
     println!(
         "bench: {} (cc {}.{}), module {:?}, median of {} runs, output in the input dtype",
         report.gpu,
@@ -675,49 +728,53 @@ pub fn run(args: Args) -> Res<bool> {
         report.commit,
         report.build_commit
     );
-    println!(
-        "ratio: effective TFLOP/s (nonzero blocks) / dense cuBLAS TFLOP/s on the same shapes, same run; vs plain: time / plain SpMM time on the same pattern, timed just before"
-    );
-    println!("torch: PyTorch Triton BSR (GPU time), default params / tuned for this GPU; ours/tuned: our TF/s over tuned torch");
-    println!(
-        "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>9} {:>8}",
-        "op",
-        "dtype",
-        "batch x MxNxK",
-        "block",
-        "pattern",
-        "density",
-        "ms",
-        "TF/s",
-        "dense TF",
-        "ratio",
-        "vs pl",
-        "speedup",
-        "torch",
-        "torch tun",
-        "ours/tun"
-    );
-    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |t| format!("{t:.p$}"));
-    for r in &rows {
+    // The plain / ops / batched table (absent when only --spgemm ran).
+    if !rows.is_empty() {
         println!(
-            "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>6} {:>6.2}x {:>7} {:>9} {:>8}",
-            r.op,
-            r.dtype,
-            format!("{}x{}x{}x{}", r.batch, r.m, r.n, r.k),
-            r.block,
-            r.pattern,
-            r.density,
-            r.ms,
-            r.tflops,
-            r.dense_tflops,
-            r.ratio_to_dense,
-            opt(r.vs_plain, 2),
-            r.speedup,
-            opt(r.peer_tflops, 1),
-            opt(r.peer_tuned_tflops, 1),
-            opt(r.ours_over_tuned, 2)
+            "ratio: effective TFLOP/s (nonzero blocks) / dense cuBLAS TFLOP/s on the same shapes, same run; vs plain: time / plain SpMM time on the same pattern, timed just before"
         );
+        println!("torch: PyTorch Triton BSR (GPU time), default params / tuned for this GPU; ours/tuned: our TF/s over tuned torch");
+        println!(
+            "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>9} {:>8}",
+            "op",
+            "dtype",
+            "batch x MxNxK",
+            "block",
+            "pattern",
+            "density",
+            "ms",
+            "TF/s",
+            "dense TF",
+            "ratio",
+            "vs pl",
+            "speedup",
+            "torch",
+            "torch tun",
+            "ours/tun"
+        );
+        let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |t| format!("{t:.p$}"));
+        for r in &rows {
+            println!(
+                "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>6} {:>6.2}x {:>7} {:>9} {:>8}",
+                r.op,
+                r.dtype,
+                format!("{}x{}x{}x{}", r.batch, r.m, r.n, r.k),
+                r.block,
+                r.pattern,
+                r.density,
+                r.ms,
+                r.tflops,
+                r.dense_tflops,
+                r.ratio_to_dense,
+                opt(r.vs_plain, 2),
+                r.speedup,
+                opt(r.peer_tflops, 1),
+                opt(r.peer_tuned_tflops, 1),
+                opt(r.ours_over_tuned, 2)
+            );
+        }
     }
+    spgemm::print(&spgemm_rows, args.peers);
     println!("json: {}", args.json);
     if !args.no_plot {
         for svg in crate::plot::render(&report, std::path::Path::new(&args.json))? {

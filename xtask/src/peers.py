@@ -1,11 +1,12 @@
-"""PyTorch's block-sparse Triton kernels, timed as peers for `cargo xtask bench --peers`.
+"""PyTorch's block-sparse Triton kernels (and its CSR x CSR product), timed as peers for
+`cargo xtask bench --peers`.
 
 Protocol
 --------
 Run as ``python3 -c <this script> [CACHE_PATH]``.
 
 stdin:  one JSON list of cases (a single object is taken as a list of one). Fields:
-          op        "spmm" | "sddmm"                                   (default "spmm")
+          op        "spmm" | "sddmm" | "spgemm" (see below)           (default "spmm")
           m, n, k   problem sizes; each must be a multiple of `block`
           block     square block size b (Triton wants a power of two >= 16)
           density   fraction of b x b blocks kept: mask = rand(grid) < density
@@ -40,6 +41,15 @@ stdout: one JSON object per case, one line each, flushed as soon as the case is 
         Nothing else is written to stdout: the JSON descriptor is kept aside and fd 1 is
         pointed at stderr before torch is imported, so stray prints (Python or C) land on
         stderr, where progress messages go too.
+        spgemm cases (`bench --spgemm --peers`, one case per process): also
+          mask_a, mask_b  row-major '0'/'1' strings over the (m/b, k/b) and (k/b, n/b) block
+                    grids of A and B (required; `density` is A's, for the record only)
+          reps      timed calls at most                                (default 50)
+          id        the caller's key, echoed
+        and their results: ms (median of CUDA-event-timed calls), reps, warmup, first_call_ms,
+        torch_dtype ("f16" | "bf16" | "f32": the dtype the product ran in), layout ("csr"),
+        index_dtype, call, nnz_a, nnz_b, nnz_c (non-zeros of PyTorch's result), torch, cuda;
+        the masks are not echoed (mask_a_sha1, mask_b_sha1 instead).
 CACHE_PATH (optional): a JSON file of tuned meta dicts reused across runs, read if present and
         rewritten (atomically) after every new tuning. Keys: GPU name, op, shapes, block, dtype,
         density, trans flags and batch.
@@ -70,6 +80,22 @@ sddmm: C = (X @ Y) sampled at a BSR pattern of shape (m, n), with X (m, k), Y (k
        _triton_ops_meta has no tune function for it, so tuned fields are null with a note.
        flops = 2 * nnzb * b * b * k * batch.
 
+spgemm: C = A @ B with A and B sparse CSR tensors of exactly the caller's block patterns (each
+       kept block b x b non-zeros, never zero; int32 indices where they fit), C sparse CSR:
+       torch.sparse.mm(A_csr, B_csr), which runs cuSPARSE SpGEMM (cusparseSpGEMM, uniform
+       precision) on CUDA. PyTorch has no CSR x CSR -> dense, so both of the bench's C kinds
+       are compared with this one call. The dtype is probed once per process on a small product
+       (checked against dense): the case's dtype where CSR @ CSR works in it on this GPU, else
+       float32 (torch_dtype says which, note says why). Timing: one call (wall clock, it
+       includes cuSPARSE's set-up; gives first_call_ms and nnz_c), then, when it took under
+       1 s, 2 warm-up calls; then min(reps, PEERS_SPGEMM_BUDGET_S / first call) calls (at
+       least 1), each between CUDA events on the current stream, the median. The call
+       synchronizes with the host inside (cuSPARSE returns C's size), so the events measure
+       the whole call as a caller sees it. A first call longer than PEERS_SPGEMM_BUDGET_S is
+       not repeated: ms is that call's wall time (reps 1, warmup 0, said in the note).
+       Failures (unsupported dtype, out of memory, cuSPARSE errors) are reported with ok false
+       and the reason, never a time.
+
 Data: made on the GPU with a torch.Generator seeded with SEED per case (a case gives the same
 data whatever runs before it), values uniform in [-1, 1] with exact zeros replaced by 1 (a zero
 block would be dropped by to_sparse_bsr), mask = torch.rand(block grid) < density.
@@ -89,7 +115,9 @@ bound to a wrapper that
       so the search ends with the best point so far, and the note and cache say it was cut. The
       budget is checked before each point, so one point in flight (a slow compile of a large
       tile can take ~20 s) may overrun it.
-Environment: PEERS_TUNE_TIMER, PEERS_TUNE_BUDGET_S, PEERS_TUNE_GRAPH_REP_MS, PEERS_TUNE_WARMUP_MS.
+Environment: PEERS_TUNE_TIMER, PEERS_TUNE_BUDGET_S, PEERS_TUNE_GRAPH_REP_MS, PEERS_TUNE_WARMUP_MS,
+PEERS_SPGEMM_BUDGET_S (seconds of timed spgemm calls per case, default 15).
+Triton is needed only by spmm and sddmm: without it those cases fail with the reason, spgemm runs.
 """
 
 import hashlib
@@ -104,14 +132,20 @@ os.dup2(2, 1)
 sys.stdout = sys.stderr
 
 import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.testing  # noqa: E402
-from torch.sparse import _triton_ops as tops  # noqa: E402
-from torch.sparse import _triton_ops_meta as tmeta  # noqa: E402
 
-# Our own timing keeps references to the genuine timers, whatever the tuning wrapper does.
-_do_bench = triton.testing.do_bench
-_do_bench_graph = triton.testing.do_bench_cudagraph
+try:  # spmm and sddmm only; spgemm runs without Triton
+    import triton  # noqa: E402
+    import triton.testing  # noqa: E402
+    from torch.sparse import _triton_ops as tops  # noqa: E402
+    from torch.sparse import _triton_ops_meta as tmeta  # noqa: E402
+
+    # Our own timing keeps references to the genuine timers, whatever the tuning wrapper does.
+    _do_bench = triton.testing.do_bench
+    _do_bench_graph = triton.testing.do_bench_cudagraph
+    TRITON_ERROR = None
+except Exception as _e:  # noqa: BLE001
+    triton = tops = tmeta = _do_bench = _do_bench_graph = None
+    TRITON_ERROR = " ".join(f"{type(_e).__name__}: {_e}".split())[:200]
 
 SEED = 1
 WARMUP_MS, REP_MS = 25, 100
@@ -120,7 +154,9 @@ TUNE_TIMER = os.environ.get("PEERS_TUNE_TIMER", "graph")  # "graph" | "do_bench"
 TUNE_GRAPH_REP_MS = float(os.environ.get("PEERS_TUNE_GRAPH_REP_MS", "20"))
 TUNE_WARMUP_MS = float(os.environ.get("PEERS_TUNE_WARMUP_MS", "100"))  # tuner asks for 500
 TUNE_BUDGET_S = float(os.environ.get("PEERS_TUNE_BUDGET_S", "180"))  # per tuning
+SPGEMM_BUDGET_S = float(os.environ.get("PEERS_SPGEMM_BUDGET_S", "15"))
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
 DEFAULTS = {"op": "spmm", "batch": 1, "trans_a": False, "trans_b": False, "tune": False}
 REQUIRED = ("m", "n", "k", "block", "density", "dtype")
 RESULT_FIELDS = (
@@ -415,7 +451,120 @@ def run_sddmm(c, r, notes):
         )
 
 
+# ---------------------------------------------------------------- spgemm (CSR x CSR)
+
+
+_spgemm_dtypes = {}
+
+
+def csr32(dense):
+    """`dense` as a sparse CSR tensor, with int32 indices where they fit (what cuSPARSE takes)."""
+    s = dense.to_sparse_csr()
+    if s.values().numel() >= 2**31 - 1:
+        return s
+    return torch.sparse_csr_tensor(
+        s.crow_indices().to(torch.int32), s.col_indices().to(torch.int32), s.values(), s.shape
+    )
+
+
+def spgemm_dtype(want):
+    """(dtype, why) for CSR @ CSR on CUDA: `want` if a small product works and is right in it,
+    else float32 (why: the failure), checked once per process."""
+    if want not in _spgemm_dtypes:
+        errors = []
+        for dt in (want, torch.float32):
+            try:
+                gen = torch.Generator(device="cuda").manual_seed(SEED)
+                x = rand_nonzero((64, 64), dt, gen)
+                x = x.mul_((torch.rand(64, 64, generator=gen, device="cuda") < 0.25).to(dt))
+                y = torch.sparse.mm(csr32(x), csr32(x))
+                torch.cuda.synchronize()
+                if y.layout != torch.sparse_csr:
+                    raise RuntimeError(f"result layout {y.layout}")
+                ref = x.float() @ x.float()
+                bad = (y.to_dense().float() - ref).abs().max().item()
+                if not bad <= 0.02 * max(1.0, ref.abs().max().item()):
+                    raise RuntimeError(f"wrong result (max error {bad:.3g})")
+                _spgemm_dtypes[want] = (dt, "; ".join(errors))
+                break
+            except Exception as e:
+                errors.append(f"{DTYPE_NAMES[dt]}: {short(e, 150)}")
+        else:
+            raise RuntimeError("CSR @ CSR does not run on CUDA here: " + "; ".join(errors))
+    return _spgemm_dtypes[want]
+
+
+def grid_mask(bits, rows, cols, what):
+    if not isinstance(bits, str) or len(bits) != rows * cols:
+        raise RuntimeError(f"{what} must be a '0'/'1' string of {rows} x {cols} cells")
+    return torch.tensor([ch == "1" for ch in bits], device="cuda").reshape(rows, cols)
+
+
+def event_ms(fn, reps):
+    """Median of `reps` calls, each between CUDA events on the current stream."""
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+        del out
+    times.sort()
+    return times[len(times) // 2]
+
+
+def run_spgemm(c, r, notes):
+    m, n, k, b = c["m"], c["n"], c["k"], c["block"]
+    want = DTYPES[c["dtype"]]
+    dt, why = spgemm_dtype(want)
+    r.update(torch_dtype=DTYPE_NAMES[dt], layout="csr", call="torch.sparse.mm(A_csr, B_csr) -> CSR")
+    r.update(torch=torch.__version__, cuda=torch.version.cuda)
+    if dt != want:
+        notes.append(f"{c['dtype']} CSR @ CSR failed here ({why}): timed in f32")
+    gen = torch.Generator(device="cuda").manual_seed(SEED)
+    mask_a = grid_mask(c["mask_a"], m // b, k // b, "mask_a")
+    mask_b = grid_mask(c["mask_b"], k // b, n // b, "mask_b")
+    a = csr32(masked_dense(mask_a, b, 1, dt, gen))
+    bm = csr32(masked_dense(mask_b, b, 1, dt, gen))
+    torch.cuda.empty_cache()  # the dense staging copies
+    r["index_dtype"] = str(a.crow_indices().dtype).replace("torch.", "")
+    r["nnz_a"], r["nnz_b"] = a._nnz(), bm._nnz()
+    for name, t, mask in (("A", a, mask_a), ("B", bm, mask_b)):
+        if t._nnz() != int(mask.sum()) * b * b:  # would mean a kept element was zero
+            raise RuntimeError(f"CSR {name} has {t._nnz()} non-zeros, its mask {int(mask.sum()) * b * b}")
+
+    def fn():
+        return torch.sparse.mm(a, bm)
+
+    t0 = time.monotonic()
+    out = fn()
+    torch.cuda.synchronize()
+    first = time.monotonic() - t0
+    r["first_call_ms"] = first * 1e3
+    r["nnz_c"] = out._nnz()
+    del out
+    emit_progress(c, f"first call {first * 1e3:.1f} ms, {r['nnz_c']} non-zeros in C")
+    if first > SPGEMM_BUDGET_S:
+        r.update(ms=first * 1e3, reps=1, warmup=0)
+        notes.append(
+            f"one call only (the first, wall clock, {first:.1f} s): longer than PEERS_SPGEMM_BUDGET_S = {SPGEMM_BUDGET_S:.0f} s"
+        )
+    else:
+        warmup = 2 if first < 1.0 else 0
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        reps = max(1, min(int(c.get("reps", 50)), int(SPGEMM_BUDGET_S / max(first, 1e-6))))
+        r.update(ms=event_ms(fn, reps), reps=reps, warmup=warmup)
+    r["ok"] = True
+    emit_progress(c, f"{r['ms']:.3f} ms (median of {r['reps']}, {r['torch_dtype']} CSR)")
+
+
 def describe(c):
+    if c["op"] == "spgemm":
+        return f"spgemm {c['m']}x{c['n']}x{c['k']} b{c['block']} {c['dtype']} {c.get('pattern', '')}"
     t = ("T" if c["trans_a"] else "N") + ("T" if c["trans_b"] else "N")
     return (
         f"{c['op']} {c['m']}x{c['n']}x{c['k']} b{c['block']} {c['dtype']} "
@@ -446,8 +595,10 @@ def normalize(case):
             raise ValueError(f"{f} must be a positive integer, got {c[f]!r}")
     for f in ("trans_a", "trans_b", "tune"):
         c[f] = bool(c[f])
-    if c["op"] not in ("spmm", "sddmm"):
+    if c["op"] not in ("spmm", "sddmm", "spgemm"):
         raise ValueError(f"unknown op {c['op']!r}")
+    if c["op"] == "spgemm" and not (c.get("mask_a") and c.get("mask_b")):
+        raise ValueError("spgemm needs mask_a and mask_b")
     if c["dtype"] not in DTYPES:
         raise ValueError(f"unknown dtype {c['dtype']!r}")
     b = c["block"]
@@ -459,6 +610,9 @@ def normalize(case):
 
 def run_case(case, cache, cache_path, device):
     r = dict(case) if isinstance(case, dict) else {"case": case}
+    for f in ("mask_a", "mask_b"):  # large, and the caller has them
+        if isinstance(r.get(f), str):
+            r[f + "_sha1"] = hashlib.sha1(r.pop(f).encode()).hexdigest()
     notes = []
     try:
         c = normalize(case)
@@ -471,7 +625,11 @@ def run_case(case, cache, cache_path, device):
         if c is None:
             raise bad_case
         emit_progress(c, "start")
-        if c["op"] == "spmm":
+        if c["op"] != "spgemm" and TRITON_ERROR:
+            raise RuntimeError(f"Triton is not available: {TRITON_ERROR}")
+        if c["op"] == "spgemm":
+            run_spgemm(c, r, notes)
+        elif c["op"] == "spmm":
             run_spmm(c, r, notes, cache, cache_path, device)
         else:
             run_sddmm(c, r, notes)
@@ -496,7 +654,8 @@ def main():
     if not isinstance(cases, list):
         cases = [cases]
     device = torch.cuda.get_device_name()
-    log(f"torch {torch.__version__}, triton {triton.__version__}, {device}, {len(cases)} case(s)")
+    triton_version = triton.__version__ if triton is not None else f"missing ({TRITON_ERROR})"
+    log(f"torch {torch.__version__}, triton {triton_version}, {device}, {len(cases)} case(s)")
     cache = load_cache(cache_path)
     for case in cases:
         try:
