@@ -444,6 +444,12 @@ fn spgemm_cases(v: &mut Cases) {
     v.spgemm(Mask(SpMask::Random(0.5)), (8 * 64, 256 * 128, 7 * 64), (64, 128, 64), (Bf16, Bf16), (OneRow, Uniform(0.5)), (1.0, -1.0), 1);
     v.spgemm(Dense(R), (8 * 128, 96 * 64, 5 * 128), (128, 64, 128), (F16, Bf16), (OneRow, Uniform(0.4)), (1.0, 0.0), 3);
 
+    // Many long tiles, none of them split: about 300 records each (more than the 256 block
+    // indices the portable SpMM kernel caches per item) when the fair share of a resident
+    // thread block is larger still (300 block rows of 16 x 16 blocks, 60 % of 512 blocks each).
+    v.spgemm(Dense(R), (300 * 16, 512 * 16, 15 * 16), (16, 16, 16), (F16, F32), (Uniform(0.6), Uniform(0.3)), (1.0, 0.0), 1);
+    v.spgemm(Product, (300 * 16, 512 * 16, 15 * 16), (16, 16, 16), (Bf16, Bf16), (Uniform(0.6), Uniform(0.3)), (1.0, 0.5), 1);
+
     // N tails in both layouts of a dense C.
     for (t, &(bm, bk, bn, nb)) in
         [(32, 32, 16, 17), (64, 64, 64, 5), (128, 128, 128, 3), (16, 16, 32, 9), (64, 128, 64, 13), (128, 64, 128, 7)].iter().enumerate()
