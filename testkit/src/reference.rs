@@ -3,7 +3,8 @@
 //!
 //! Dense operands are [`HostMat`]s: a buffer in either layout with a leading dimension, read
 //! through its logical `(i, j)`; [`HostMat::t`] is its transpose (the same buffer). Results are
-//! logical row-major `Vec<f64>`s (SDDMM: the block values in storage order).
+//! logical row-major `Vec<f64>`s (SDDMM and a block-sparse SpGEMM C: the block values in storage
+//! order).
 
 use blocksparse::{BlockShape, Bsr, Element, Layout, Transpose};
 use rayon::prelude::*;
@@ -174,6 +175,126 @@ pub fn sddmm_reference<T: Element, U: Element, O: Element>(
     out
 }
 
+/// The checked shapes of `A · B` (both BSR): `(bm, bk, bn)`. Panics on inconsistent shapes.
+fn spgemm_blocks<T: Element>(a: &Bsr<T>, b: &Bsr<T>) -> (usize, usize, usize) {
+    let (BlockShape { bm, bk }, BlockShape { bm: b_bk, bk: bn }) = (a.block(), b.block());
+    assert_eq!(b.nrows(), a.ncols(), "rows of B (= columns of A)");
+    assert_eq!(b_bk, bk, "block height of B (= block width of A)");
+    (bm, bk, bn)
+}
+
+/// The block values of `m` as f64 (converted once, not per use).
+fn values_f64<T: Element>(m: &Bsr<T>) -> Vec<f64> {
+    m.values().par_iter().map(|v| v.to_f64()).collect()
+}
+
+/// `Σ_k A.block(i, k) · B.block(k, j)` (`(bm, bn)`, row-major, in f64) over the pairs of C's
+/// block `(i, j)`, in increasing k; zeros when there is none. `av` and `bv` are the values as
+/// f64.
+fn block_product<T: Element>(a: &Bsr<T>, b: &Bsr<T>, (av, bv): (&[f64], &[f64]), (i, j): (usize, usize)) -> Vec<f64> {
+    let (bm, bk, bn) = (a.block().bm, a.block().bk, b.block().bk);
+    let mut acc = vec![0.0f64; bm * bn];
+    for p in a.row_range(i).unwrap_or(0..0) {
+        let k = a.col_idx()[p] as usize;
+        let row = b.row_range(k).unwrap_or(0..0);
+        let Ok(at) = b.col_idx()[row.clone()].binary_search(&(j as u32)) else {
+            continue;
+        };
+        let (ab, bb) = (&av[p * bm * bk..][..bm * bk], &bv[(row.start + at) * bk * bn..][..bk * bn]);
+        for (dst, arow) in acc.chunks_mut(bn).zip(ab.chunks(bk)) {
+            for (&v, brow) in arow.iter().zip(bb.chunks(bn)) {
+                for (d, x) in dst.iter_mut().zip(brow) {
+                    *d += v * x;
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// SpGEMM into a dense C: `C = alpha · A · B + beta · C0`, A `(M, K)` in `(bm, bk)` blocks and
+/// B `(K, N)` in `(bk, bn)` blocks, both BSR (one matrix of a batch each). Every element of C is
+/// written: `alpha · Σ_k A(i, k) · B(k, j) + beta · C0(i, j)`, so elements no block pair reaches
+/// are `beta · C0` (0 when `beta == 0`). C0 (the old C, `(M, N)`, either layout) is read only
+/// when `beta != 0`. Returns C logical row-major.
+///
+/// Panics on inconsistent shapes (a test bug, not a library error).
+pub fn spgemm_reference<T: Element, O: Element>(alpha: f64, a: &Bsr<T>, b: &Bsr<T>, beta: f64, c0: HostMat<'_, O>) -> Vec<f64> {
+    let (bm, _, bn) = spgemm_blocks(a, b);
+    let (m, n) = (a.nrows(), b.ncols());
+    assert_eq!((c0.rows, c0.cols), (m, n), "shape of C");
+    let (av, bv) = (values_f64(a), values_f64(b));
+    let nb = b.block_cols();
+    // Every block of C on its own (in parallel even when one block row holds all the work).
+    let blocks: Vec<Vec<f64>> =
+        (0..a.block_rows() * nb).into_par_iter().map(|e| block_product(a, b, (&av, &bv), (e / nb, e % nb))).collect();
+    let mut out = vec![0.0f64; m * n];
+    out.par_chunks_mut(n).enumerate().for_each(|(row, o)| {
+        let (i, r) = (row / bm, row % bm);
+        for (j, o) in o.iter_mut().enumerate() {
+            let acc = blocks[i * nb + j / bn][r * bn + j % bn];
+            let old = if beta == 0.0 { 0.0 } else { c0.get(row, j) };
+            *o = scale(alpha, acc, beta, old);
+        }
+    });
+    out
+}
+
+/// The block pattern of `A · B` (`(M / bm, N / bn)` blocks): every block `(i, j)` that receives
+/// at least one pair (A's block `(i, k)` and B's block `(k, j)` for some k), by brute force over
+/// the block masks. Returns `(row_ptr, col_idx)`, columns sorted within each row.
+pub fn spgemm_product_pattern<T: Element>(a: &Bsr<T>, b: &Bsr<T>) -> (Vec<u32>, Vec<u32>) {
+    spgemm_blocks(a, b);
+    let (am, bmask) = (a.block_mask().expect("A's block mask"), b.block_mask().expect("B's block mask"));
+    let (mb, kb, nb) = (a.block_rows(), a.block_cols(), b.block_cols());
+    let mut row_ptr = vec![0u32];
+    let mut col_idx = Vec::new();
+    for i in 0..mb {
+        col_idx.extend((0..nb).filter(|&j| (0..kb).any(|k| am[i * kb + k] && bmask[k * nb + j])).map(|j| j as u32));
+        row_ptr.push(col_idx.len() as u32);
+    }
+    (row_ptr, col_idx)
+}
+
+/// SpGEMM into a block-sparse C with the pattern `(c_row_ptr, c_col_idx)` over `(M / bm,
+/// N / bn)` blocks (the product's own, or a mask): for every block `(i, j)` of C, `alpha ·
+/// Σ_k A.block(i, k) · B.block(k, j) + beta · c0`, blocks without a pair `beta · c0` (0 when
+/// `beta == 0`); pairs into blocks outside the pattern are not computed. `c0` (the old values,
+/// `(nnz(C), bm, bn)` in storage order) is read only when `beta != 0`. Returns the new values
+/// in storage order.
+///
+/// Panics on inconsistent shapes (a test bug, not a library error).
+pub fn spgemm_bsr_reference<T: Element, O: Element>(
+    alpha: f64,
+    a: &Bsr<T>,
+    b: &Bsr<T>,
+    c_row_ptr: &[u32],
+    c_col_idx: &[u32],
+    beta: f64,
+    c0: &[O],
+) -> Vec<f64> {
+    let (bm, _, bn) = spgemm_blocks(a, b);
+    assert_eq!(c_row_ptr.len(), a.block_rows() + 1, "C's block rows");
+    let nnz = *c_row_ptr.last().unwrap_or(&0) as usize;
+    assert_eq!(c_col_idx.len(), nnz, "C's blocks");
+    assert!(c_col_idx.iter().all(|&j| (j as usize) < b.block_cols()), "C's block columns");
+    assert!(beta == 0.0 || c0.len() == nnz * bm * bn, "old values of C");
+    let (av, bv) = (values_f64(a), values_f64(b));
+    let mut blocks: Vec<(usize, usize)> = Vec::with_capacity(nnz); // (block row, block column)
+    for i in 0..a.block_rows() {
+        blocks.extend(c_col_idx[c_row_ptr[i] as usize..c_row_ptr[i + 1] as usize].iter().map(|&j| (i, j as usize)));
+    }
+    let mut out = vec![0.0f64; nnz * bm * bn];
+    out.par_chunks_mut((bm * bn).max(1)).zip(blocks.par_iter()).enumerate().for_each(|(c, (dst, &ij))| {
+        let acc = block_product(a, b, (&av, &bv), ij);
+        for (e, (o, acc)) in dst.iter_mut().zip(&acc).enumerate() {
+            let old = if beta == 0.0 { 0.0 } else { c0[c * bm * bn + e].to_f64() };
+            *o = scale(alpha, *acc, beta, old);
+        }
+    });
+    out
+}
+
 /// Relative error `‖got − want‖₂ / ‖want‖₂` (or `‖got‖₂` when `want` is all zeros).
 ///
 /// Never passes a `< tol` check when something is wrong: a NaN anywhere in either input gives
@@ -303,6 +424,86 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A BSR matrix of `rows x cols` in `block` blocks at `mask`, with exact small values.
+    fn bsr_with(rows: usize, cols: usize, block: BlockShape, mask: &[bool], salt: usize) -> Bsr<f32> {
+        let n = mask.iter().filter(|&&x| x).count() * block.elems();
+        let values: Vec<f32> = (0..n).map(|v| ((v * 7 + salt) % 13) as f32 / 8.0 - 0.75).collect();
+        Bsr::from_block_mask(rows, cols, block, mask, values).unwrap()
+    }
+
+    /// Block `(i, j)` of a row-major `(·, n)` dense matrix in `(bm, bn)` blocks.
+    fn dense_block(d: &[f64], n: usize, (bm, bn): (usize, usize), (i, j): (usize, usize)) -> Vec<f64> {
+        (0..bm).flat_map(|r| d[(i * bm + r) * n + j * bn..][..bn].to_vec()).collect()
+    }
+
+    #[test]
+    fn spgemm_matches_the_densified_product() {
+        // A: 64 x 96 in 16 x 32 blocks (4 x 3); B: 96 x 48 in 32 x 16 blocks (3 x 3).
+        // A's row 0 meets only B's empty row 1 (no pairs), row 1 is empty; B's row 1 is empty.
+        #[rustfmt::skip]
+        let am = [
+            false, true, false,
+            false, false, false,
+            true, true, false,
+            false, false, true,
+        ];
+        #[rustfmt::skip]
+        let bmask = [
+            true, false, true,
+            false, false, false,
+            false, true, false,
+        ];
+        let a = bsr_with(64, 96, BlockShape { bm: 16, bk: 32 }, &am, 3);
+        let b = bsr_with(96, 48, BlockShape { bm: 32, bk: 16 }, &bmask, 5);
+        let (m, k, n) = (64, 96, 48);
+        let want = matmul(&dense(&a), &dense(&b), m, k, n);
+        assert!(want.iter().any(|&x| x != 0.0));
+        // Dense C: beta = 0 never reads C0 (NaN); alpha and beta otherwise, in either layout.
+        let nan = vec![f32::NAN; m * n];
+        assert_eq!(spgemm_reference(1.0, &a, &b, 0.0, HostMat::row_major(&nan, m, n)), want);
+        let c1: Vec<f32> = (0..m * n).map(|v| (v % 17) as f32 - 8.0).collect();
+        let got = spgemm_reference(2.0, &a, &b, -0.5, HostMat::row_major(&c1, m, n));
+        for (e, g) in got.iter().enumerate() {
+            assert_eq!(*g, 2.0 * want[e] - 0.5 * c1[e] as f64, "element {e}");
+        }
+        // C0 column-major: the transposed view of an (n, m) row-major buffer.
+        let c1t: Vec<f32> = (0..m * n).map(|e| c1[(e % m) * n + e / m]).collect();
+        let c1_col = HostMat { data: &c1t, rows: m, cols: n, ld: m, layout: Layout::ColMajor };
+        assert_eq!(spgemm_reference(2.0, &a, &b, -0.5, c1_col), got);
+        // The product's pattern: rows 0 and 1 empty, row 2 on columns 0 and 2, row 3 on 1.
+        let (rp, ci) = spgemm_product_pattern(&a, &b);
+        assert_eq!((rp.clone(), ci.clone()), (vec![0, 0, 0, 2, 3], vec![0, 2, 1]));
+        let blocks_of = |rp: &[u32], ci: &[u32]| -> Vec<(usize, usize)> {
+            (0..4).flat_map(|i| ci[rp[i] as usize..rp[i + 1] as usize].iter().map(move |&j| (i, j as usize))).collect()
+        };
+        let got = spgemm_bsr_reference(1.0, &a, &b, &rp, &ci, 0.0, &vec![f32::NAN; 3 * 256]);
+        let gathered: Vec<f64> = blocks_of(&rp, &ci).into_iter().flat_map(|ij| dense_block(&want, n, (16, 16), ij)).collect();
+        assert_eq!(got, gathered);
+        // Blocks outside the product are zero in the dense product: nothing is dropped.
+        let outside: f64 = (0..4)
+            .flat_map(|i| (0..3).map(move |j| (i, j)))
+            .filter(|ij| !blocks_of(&rp, &ci).contains(ij))
+            .flat_map(|ij| dense_block(&want, n, (16, 16), ij))
+            .map(f64::abs)
+            .sum();
+        assert_eq!(outside, 0.0);
+        // A mask: (0, 1) and (1, 0) receive no pair, (2, 2) drops the row's (2, 0), (3, 0) has
+        // no pair and (3, 1) has one. Blocks without pairs are beta · C0.
+        let (mrp, mci) = (vec![0u32, 1, 2, 3, 5], vec![1u32, 0, 2, 0, 1]);
+        let old: Vec<f32> = (0..5 * 256).map(|v| (v % 11) as f32 - 5.0).collect();
+        let got = spgemm_bsr_reference(1.5, &a, &b, &mrp, &mci, 0.25, &old);
+        let blocks = blocks_of(&mrp, &mci);
+        for (c, &ij) in blocks.iter().enumerate() {
+            let prod = dense_block(&want, n, (16, 16), ij);
+            for e in 0..256 {
+                assert_eq!(got[c * 256 + e], 1.5 * prod[e] + 0.25 * old[c * 256 + e] as f64, "block {ij:?} element {e}");
+            }
+        }
+        let got0 = spgemm_bsr_reference(1.5, &a, &b, &mrp, &mci, 0.0, &[] as &[f32]);
+        assert!(got0[..2 * 256].iter().all(|&x| x == 0.0), "blocks without pairs are 0 when beta = 0");
+        assert!(got0[2 * 256..3 * 256].iter().any(|&x| x != 0.0));
     }
 
     #[test]

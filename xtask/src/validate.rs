@@ -1,10 +1,16 @@
-//! `cargo xtask validate`: every op in every layout against the f64 CPU reference. Each case
-//! draws fresh random data (never zeros), poisons the output (NaN with beta = 0, random values
-//! otherwise, so an unwritten element is caught either way), runs the GPU product twice (the two
-//! results must agree bit for bit), and compares every element of every matrix of the batch.
+//! `cargo xtask validate`: every op in every layout (BSR × BSR too: `--filter spgemm`) against
+//! the f64 CPU reference. Each case draws fresh random data (never zeros), poisons the output
+//! (NaN with beta = 0, random values otherwise, so an unwritten element is caught either way),
+//! runs the GPU product twice (the two results must agree bit for bit), and compares every
+//! element of every matrix of the batch.
 
-use blocksparse::{BlockShape, Bsr, Context, DType, DeviceMatrix, Element, InputElement, KernelPath, Layout, Transpose};
-use blocksparse_testkit::reference::{HostMat, dense_sparse_reference, rel_error, sddmm_reference, spmm_reference};
+use blocksparse::{
+    BlockShape, Bsr, Context, DType, DeviceBsr, DeviceMatrix, Element, InputElement, KernelPath, Layout, SpgemmOutput, Transpose,
+};
+use blocksparse_testkit::reference::{
+    HostMat, dense_sparse_reference, rel_error, sddmm_reference, spgemm_bsr_reference, spgemm_product_pattern, spgemm_reference,
+    spmm_reference,
+};
 use blocksparse_testkit::testgen::{
     MaskFamily, TestRng, banded_mask, block_diagonal_mask, random_mask, random_values, seeded_rng, skewed_mask,
 };
@@ -73,7 +79,7 @@ fn cross_device(ctx0: &Context) -> (bool, String) {
 }
 
 /// The examples validate runs (each must exit 0 on the GPU).
-const EXAMPLES: [&str; 4] = ["sparse_linear", "basic", "npy_interop", "two_streams"];
+const EXAMPLES: [&str; 5] = ["sparse_linear", "basic", "npy_interop", "two_streams", "sparse_sparse"];
 
 /// Runs each example binary from `<dir of this binary>/examples/`: (name, passed, detail).
 fn run_examples() -> Vec<(String, bool, String)> {
@@ -111,6 +117,8 @@ enum Pattern {
     BlockDiagonal(f64),
     /// A mask family of real workloads (causal, window, BigBird-like, heavy-tailed rows, top-k).
     Family(MaskFamily),
+    /// Uniform at this density, with every third block row (1, 4, 7, ...) empty.
+    EmptyRows(f64),
 }
 
 /// Which product, and how its dense operands lie (the layout of the view the op receives:
@@ -123,6 +131,39 @@ enum Op {
     DenseSparse { x: Layout, op_a: Transpose, c: Layout },
     /// `C.values = alpha · op(X) · op(Y) + beta · C.values`.
     Sddmm { x: Layout, y: Layout },
+    /// `C = alpha · A · B + beta · C` with A and B block-sparse (BSR × BSR).
+    Spgemm(Spgemm),
+}
+
+/// The BSR × BSR part of a case: A is the case's sparse matrix (`(sm, sk)` in `(bm, bk)`
+/// blocks, the case's pattern), B is `(sk, n)` in `(bk, bn)` blocks with its own pattern.
+#[derive(Clone, Copy, Debug)]
+struct Spgemm {
+    bn: usize,
+    b: Pattern,
+    c: SpC,
+}
+
+/// What C of a BSR × BSR case is.
+#[derive(Clone, Copy, Debug)]
+enum SpC {
+    /// Dense, this layout (`ColMajor`: the transposed view of a row-major buffer).
+    Dense(Layout),
+    /// Block-sparse with the product's own pattern.
+    Product,
+    /// Block-sparse with a mask.
+    Mask(SpMask),
+}
+
+/// Masks of a masked BSR × BSR case.
+#[derive(Clone, Copy, Debug)]
+enum SpMask {
+    /// Each block present with this probability: blocks without pairs, pairs masked out.
+    Random(f64),
+    /// By block row: `r % 3 == 0` the complement of the product's row (every pair of the row
+    /// masked out, every block without pairs), `1` the product's row plus random blocks without
+    /// pairs, `2` half of the product's row.
+    Mixed,
 }
 
 /// A case: the sparse matrix is `(sm, sk)` in `(bm, bk)` blocks; `n` is the dense dimension
@@ -157,6 +198,11 @@ fn op_label(op: Op) -> String {
         Op::Spmm { op_a, b, c } => format!("spmm A{} B{} C{}", t(op_a), short(b), short(c)),
         Op::DenseSparse { x, op_a, c } => format!("dxs X{} A{} C{}", short(x), t(op_a), short(c)),
         Op::Sddmm { x, y } => format!("sddmm X{} Y{}", short(x), short(y)),
+        Op::Spgemm(s) => match s.c {
+            SpC::Dense(l) => format!("spgemm C{}", short(l)),
+            SpC::Product => "spgemm Cprod".into(),
+            SpC::Mask(m) => format!("spgemm Cmask:{m:?}"),
+        },
     }
 }
 
@@ -176,6 +222,25 @@ impl Cases {
     ) {
         let label = format!("{} {sm}x{sk} n{n} b{bm}x{bk} {input}->{output} {pattern:?} a={alpha} b={beta} batch{batch}", op_label(op));
         self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch });
+    }
+
+    /// A BSR × BSR case: A `(m, k)` in `(bm, bk)` blocks with pattern `a`, B `(k, n)` in
+    /// `(bk, bn)` blocks with pattern `b`.
+    #[allow(clippy::too_many_arguments)]
+    fn spgemm(
+        &mut self,
+        c: SpC,
+        (m, k, n): (usize, usize, usize),
+        (bm, bk, bn): (usize, usize, usize),
+        (input, output): (DType, DType),
+        (a, b): (Pattern, Pattern),
+        (alpha, beta): (f32, f32),
+        batch: usize,
+    ) {
+        let op = Op::Spgemm(Spgemm { bn, b, c });
+        let label =
+            format!("{} {m}x{k}x{n} b{bm}x{bk}x{bn} {input}->{output} A:{a:?} B:{b:?} a={alpha} b={beta} batch{batch}", op_label(op));
+        self.0.push(Case { label, op, sm: m, sk: k, n, bm, bk, input, output, pattern: a, alpha, beta, batch });
     }
 }
 
@@ -308,7 +373,140 @@ fn cases() -> Vec<Case> {
         v.push(Op::Sddmm { x: C, y: C }, (256, 384, 4112), (bm, bk), (F16, F16), Pattern::Uniform(0.5), (1.5, 0.5), 3);
         v.push(Op::Sddmm { x: R, y: R }, (384, 256, 4096), (bm, bk), (Bf16, F32), Pattern::Skewed(0.3, 1, 0.5), (0.5, -1.0), 1);
     }
+
+    spgemm_cases(&mut v);
     v.0
+}
+
+/// The BSR × BSR cases (every label starts with "spgemm"). A is `(M, K)` in `(bm, bk)` blocks,
+/// B `(K, N)` in `(bk, bn)` blocks; N is always an odd number of blocks, never a multiple of 256
+/// (the tiles' tails).
+fn spgemm_cases(v: &mut Cases) {
+    use DType::*;
+    use Layout::{ColMajor as C, RowMajor as R};
+    use Pattern::{EmptyRows, OneBlock, OneRow, Skewed, Uniform};
+    use SpC::{Dense, Mask, Product};
+    let dts = [(F16, F16), (Bf16, Bf16), (F16, F32), (Bf16, F16), (F16, Bf16), (Bf16, F32)];
+    let kinds = [Dense(R), Product, Dense(C), Mask(SpMask::Random(0.35))];
+    let sizes = [16, 32, 64, 128];
+
+    // Every block shape (bm, bk, bn), small (6 x 5 blocks of A); dtypes and C kinds rotate.
+    let mut i = 0;
+    for bm in sizes {
+        for bk in sizes {
+            for bn in sizes {
+                let nb = [7, 19, 5, 11, 3][i % 5];
+                let ab = if i % 5 == 2 { (1.5, -0.5) } else { (1.0, 0.0) };
+                v.spgemm(kinds[i % 4], (6 * bm, 5 * bk, nb * bn), (bm, bk, bn), dts[i % 6], (Uniform(0.4), Uniform(0.4)), ab, 1);
+                i += 1;
+            }
+        }
+    }
+
+    // Every C kind on mid-size shapes: the Hopper ones (bm 64 or 128, bk and bn multiples of
+    // 64) and portable ones.
+    let shapes = [(64, 64, 64), (128, 64, 64), (64, 128, 128), (128, 128, 128), (128, 64, 128), (64, 64, 128), (32, 32, 32), (16, 64, 32)];
+    for (s, &(bm, bk, bn)) in shapes.iter().enumerate() {
+        for (c, &kind) in kinds.iter().enumerate() {
+            let nb = [11, 13, 15][(s + c) % 3];
+            let ab = if (s + c) % 3 == 1 { (0.75, 1.25) } else { (1.0, 0.0) };
+            v.spgemm(kind, (12 * bm, 10 * bk, nb * bn), (bm, bk, bn), dts[(s + c) % 6], (Uniform(0.3), Uniform(0.3)), ab, 1);
+        }
+    }
+
+    // Empty block rows in A (C rows of beta · C only), then in B (A blocks that meet nothing).
+    for (c, &kind) in kinds.iter().enumerate() {
+        let ab = if c % 2 == 0 { (1.0, 0.0) } else { (1.0, 0.5) };
+        v.spgemm(kind, (16 * 64, 12 * 64, 7 * 64), (64, 64, 64), dts[c], (EmptyRows(0.5), Uniform(0.4)), ab, 1);
+        v.spgemm(kind, (16 * 32, 12 * 16, 9 * 64), (32, 16, 64), dts[c + 1], (EmptyRows(0.5), Uniform(0.4)), ab, 1);
+        v.spgemm(kind, (10 * 128, 12 * 128, 7 * 64), (128, 128, 64), dts[c + 2], (Uniform(0.4), EmptyRows(0.5)), ab, 1);
+        v.spgemm(kind, (16 * 16, 12 * 32, 23 * 16), (16, 32, 16), dts[(c + 3) % 6], (Uniform(0.4), EmptyRows(0.5)), ab, 1);
+    }
+
+    // Masks with rows whose pairs are all masked out and blocks without pairs: with beta = 0
+    // (NaN poison: those blocks must be written as 0) and beta != 0.
+    for (s, &(bm, bk, bn)) in [(64, 64, 64), (128, 128, 128), (32, 32, 32), (16, 128, 64), (128, 64, 128)].iter().enumerate() {
+        for ab in [(1.0, 0.0), (-0.5, 2.0)] {
+            v.spgemm(Mask(SpMask::Mixed), (12 * bm, 8 * bk, 9 * bn), (bm, bk, bn), dts[s], (Uniform(0.3), Uniform(0.3)), ab, 1);
+        }
+    }
+
+    // Skewed rows of A over a long K.
+    for &(bm, bk, bn) in &[(64, 64, 64), (128, 128, 128), (32, 32, 32)] {
+        v.spgemm(Dense(R), (16 * bm, 64 * bk, 9 * bn), (bm, bk, bn), (F16, F32), (Skewed(0.1, 2, 0.6), Uniform(0.3)), (1.0, 0.0), 1);
+        v.spgemm(Product, (16 * bm, 64 * bk, 9 * bn), (bm, bk, bn), (Bf16, Bf16), (Skewed(0.1, 1, 0.8), Uniform(0.3)), (1.0, 0.5), 1);
+    }
+    // One dense A row over a long K: its tiles hold far more than a fair share of the records,
+    // so the plan splits them (partial tiles summed by the fix-up).
+    v.spgemm(Dense(R), (8 * 64, 256 * 64, 5 * 64), (64, 64, 64), (F16, F32), (OneRow, Uniform(0.5)), (1.0, 0.5), 1);
+    v.spgemm(Product, (4 * 128, 128 * 128, 3 * 128), (128, 128, 128), (Bf16, F32), (OneRow, Uniform(0.5)), (1.0, 0.0), 1);
+    v.spgemm(Dense(C), (8 * 16, 512 * 16, 33 * 16), (16, 16, 16), (F16, F16), (OneRow, Uniform(0.3)), (2.0, 0.0), 1);
+    v.spgemm(Mask(SpMask::Random(0.5)), (8 * 64, 256 * 128, 7 * 64), (64, 128, 64), (Bf16, Bf16), (OneRow, Uniform(0.5)), (1.0, -1.0), 1);
+    v.spgemm(Dense(R), (8 * 128, 96 * 64, 5 * 128), (128, 64, 128), (F16, Bf16), (OneRow, Uniform(0.4)), (1.0, 0.0), 3);
+
+    // Many long tiles, none of them split: about 300 records each (more than the 256 block
+    // indices the portable SpMM kernel caches per item) when the fair share of a resident
+    // thread block is larger still (300 block rows of 16 x 16 blocks, 60 % of 512 blocks each).
+    v.spgemm(Dense(R), (300 * 16, 512 * 16, 15 * 16), (16, 16, 16), (F16, F32), (Uniform(0.6), Uniform(0.3)), (1.0, 0.0), 1);
+    v.spgemm(Product, (300 * 16, 512 * 16, 15 * 16), (16, 16, 16), (Bf16, Bf16), (Uniform(0.6), Uniform(0.3)), (1.0, 0.5), 1);
+
+    // N tails in both layouts of a dense C.
+    for (t, &(bm, bk, bn, nb)) in
+        [(32, 32, 16, 17), (64, 64, 64, 5), (128, 128, 128, 3), (16, 16, 32, 9), (64, 128, 64, 13), (128, 64, 128, 7)].iter().enumerate()
+    {
+        for (l, layout) in [R, C].into_iter().enumerate() {
+            v.spgemm(
+                Dense(layout),
+                (8 * bm, 8 * bk, nb * bn),
+                (bm, bk, bn),
+                dts[(2 * t + l) % 6],
+                (Uniform(0.4), Uniform(0.5)),
+                (1.0, 0.0),
+                1,
+            );
+        }
+    }
+
+    // A single block (1 x 1 block grids), and one A block meeting a full B row.
+    let single = [Dense(R), Product, Dense(C), Mask(SpMask::Random(1.0))];
+    for (s, &(bm, bk, bn)) in [(16, 16, 16), (64, 64, 64), (128, 128, 128), (32, 64, 128)].iter().enumerate() {
+        v.spgemm(single[s], (bm, bk, bn), (bm, bk, bn), dts[s], (Uniform(1.0), Uniform(1.0)), (1.0, 0.0), 1);
+        v.spgemm(single[(s + 1) % 4], (8 * bm, 8 * bk, 5 * bn), (bm, bk, bn), dts[s + 1], (OneBlock, Uniform(1.0)), (1.0, 1.0), 1);
+    }
+
+    // No pairs at all: A or B without blocks (a dense C is beta · C; a product C has no blocks).
+    v.spgemm(Dense(R), (8 * 64, 8 * 64, 5 * 64), (64, 64, 64), (F16, F32), (Uniform(0.0), Uniform(0.5)), (1.0, 0.5), 1);
+    v.spgemm(Dense(C), (8 * 32, 8 * 32, 9 * 32), (32, 32, 32), (Bf16, Bf16), (Uniform(0.5), Uniform(0.0)), (1.0, 0.0), 1);
+    v.spgemm(Product, (8 * 64, 8 * 64, 5 * 64), (64, 64, 64), (F16, F16), (Uniform(0.5), Uniform(0.0)), (1.0, 0.0), 1);
+    v.spgemm(
+        Mask(SpMask::Random(0.5)),
+        (8 * 128, 8 * 128, 5 * 128),
+        (128, 128, 128),
+        (F16, F32),
+        (Uniform(0.0), Uniform(0.5)),
+        (1.0, 2.0),
+        1,
+    );
+
+    // Batches of 3 matrices sharing the patterns.
+    let batched = [
+        (Dense(R), (64, 64, 64)),
+        (Product, (128, 128, 128)),
+        (Mask(SpMask::Mixed), (32, 32, 32)),
+        (Dense(C), (64, 128, 64)),
+        (Product, (16, 16, 16)),
+    ];
+    for (s, &(kind, (bm, bk, bn))) in batched.iter().enumerate() {
+        let ab = if s % 2 == 1 { (1.0, -0.5) } else { (1.0, 0.0) };
+        v.spgemm(kind, (10 * bm, 8 * bk, 9 * bn), (bm, bk, bn), dts[s], (Uniform(0.3), Skewed(0.3, 1, 0.5)), ab, 3);
+    }
+
+    // alpha / beta.
+    for (alpha, beta) in [(0.0, 1.0), (0.0, 0.0), (-2.0, 0.25), (1.0, -1.0), (0.125, 3.0)] {
+        v.spgemm(Dense(R), (8 * 64, 8 * 64, 9 * 64), (64, 64, 64), (F16, F32), (Uniform(0.3), Uniform(0.3)), (alpha, beta), 1);
+        v.spgemm(Product, (8 * 128, 8 * 128, 5 * 128), (128, 128, 128), (Bf16, Bf16), (Uniform(0.3), Uniform(0.3)), (alpha, beta), 1);
+        v.spgemm(Mask(SpMask::Mixed), (8 * 32, 8 * 32, 9 * 32), (32, 32, 32), (F16, F16), (Uniform(0.3), Uniform(0.3)), (alpha, beta), 1);
+    }
 }
 
 struct Outcome {
@@ -323,8 +521,12 @@ struct Outcome {
 }
 
 fn make_mask(c: &Case, rng: &mut TestRng) -> Vec<bool> {
-    let (br, bc) = (c.sm / c.bm, c.sk / c.bk);
-    match c.pattern {
+    pattern_mask(c.pattern, c.sm / c.bm, c.sk / c.bk, rng)
+}
+
+/// A `(br, bc)` block mask of `pattern`.
+fn pattern_mask(pattern: Pattern, br: usize, bc: usize, rng: &mut TestRng) -> Vec<bool> {
+    match pattern {
         Pattern::Uniform(d) => random_mask(br, bc, d, rng),
         Pattern::Skewed(d, rows, share) => skewed_mask(br, bc, d, rows, share, rng),
         Pattern::Banded(d) => banded_mask(br, bc, d),
@@ -337,6 +539,13 @@ fn make_mask(c: &Case, rng: &mut TestRng) -> Vec<bool> {
         Pattern::OneBlock => {
             let at = rng.random_range(0..br * bc);
             (0..br * bc).map(|i| i == at).collect()
+        }
+        Pattern::EmptyRows(d) => {
+            let mut m = random_mask(br, bc, d, rng);
+            for r in (1..br).step_by(3) {
+                m[r * bc..(r + 1) * bc].fill(false);
+            }
+            m
         }
     }
 }
@@ -381,6 +590,21 @@ impl<T: Element> Dense<T> {
     fn download(&self, ctx: &Context) -> Result<Vec<T>, String> {
         ctx.download_matrix(&self.dev).map_err(|e| e.to_string())
     }
+    /// The device contents as logical row-major matrices, one after the other.
+    fn download_logical(&self, ctx: &Context) -> Result<Vec<T>, String> {
+        let got = self.download(ctx)?;
+        let len = self.rows * self.cols;
+        let mut logical = Vec::with_capacity(got.len());
+        for b in 0..got.len() / len.max(1) {
+            let h = HostMat { data: &got[b * len..(b + 1) * len], ..self.host(b) };
+            for i in 0..self.rows {
+                for j in 0..self.cols {
+                    logical.push(T::from_f64(h.get(i, j)));
+                }
+            }
+        }
+        Ok(logical)
+    }
 }
 
 /// The old output: NaN poison when beta == 0 (must be overwritten, never read), random values
@@ -390,6 +614,9 @@ fn old_output<O: Element>(len: usize, beta: f32, rng: &mut TestRng) -> Vec<O> {
 }
 
 fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut TestRng) -> Result<Outcome, String> {
+    if let Op::Spgemm(s) = c.op {
+        return run_spgemm::<T, O>(ctx, c, s, rng);
+    }
     let e = |e: blocksparse::Error| format!("{e}");
     let mask = make_mask(c, rng);
     let nnzb = mask.iter().filter(|&&x| x).count();
@@ -419,7 +646,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                     // op(X) is (n, rows of op(A)); C is (n, cols of op(A)).
                     (m_dense, k_dense, n_out, c_layout, d_layout) = (rows, cols, c.n, cl, x);
                 }
-                Op::Sddmm { .. } => unreachable!(),
+                Op::Sddmm { .. } | Op::Spgemm(_) => unreachable!(),
             }
             // The dense operand and C, as logical views.
             let (d_rows, d_cols, c_rows, c_cols) =
@@ -444,18 +671,8 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 } else {
                     ctx.dense_sparse(&plan, c.alpha, dense.view(), &a_dev, c.beta, out.view_mut()).map_err(e)?;
                 }
-                let got = out.download(ctx)?;
                 // Storage order → logical row-major, matrix by matrix.
-                let mut logical = Vec::with_capacity(got.len());
-                for b in 0..c.batch {
-                    let h = HostMat { data: &got[b * c_rows * c_cols..(b + 1) * c_rows * c_cols], ..out.host(b) };
-                    for i in 0..c_rows {
-                        for j in 0..c_cols {
-                            logical.push(O::from_f64(h.get(i, j)));
-                        }
-                    }
-                }
-                results.push(logical);
+                results.push(out.download_logical(ctx)?);
             }
         }
         Op::Sddmm { x, y } => {
@@ -480,22 +697,256 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 results.push(ctx.download_values(&out).map_err(e)?);
             }
         }
+        Op::Spgemm(_) => unreachable!(),
     }
+    Ok(outcome(kernel, &results, &want))
+}
+
+/// The comparison of a case's two results with each other and with the reference.
+fn outcome<O: Element>(kernel: String, results: &[Vec<O>], want: &[f64]) -> Outcome {
     let deterministic = results[0].len() == results[1].len()
         && results[0].iter().zip(&results[1]).all(|(x, y)| bytemuck::bytes_of(x) == bytemuck::bytes_of(y));
     let got = &results[0];
     let non_finite = got.iter().filter(|x| !x.to_f64().is_finite()).count();
-    let rel_err = rel_error(got.iter().map(|x| x.to_f64()), &want);
+    let rel_err = rel_error(got.iter().map(|x| x.to_f64()), want);
     let worst = got
         .iter()
-        .zip(&want)
+        .zip(want)
         .enumerate()
         .map(|(i, (g, w))| (i, g.to_f64(), *w))
         .max_by(|a, b| (a.1 - a.2).abs().total_cmp(&(b.1 - b.2).abs()))
         .unwrap_or((0, 0.0, 0.0));
     let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
-    let bad = got.iter().zip(&want).filter(|(g, w)| (g.to_f64() - **w).abs() > 0.05 * scale).count();
-    Ok(Outcome { kernel, rel_err, non_finite, deterministic, worst, bad })
+    let bad = got.iter().zip(want).filter(|(g, w)| (g.to_f64() - **w).abs() > 0.05 * scale).count();
+    Outcome { kernel, rel_err, non_finite, deterministic, worst, bad }
+}
+
+/// A BSR × BSR case: A and B with fresh patterns and values (a batch shares them), C as the
+/// case says. The plan's sizes and C's pattern are checked against counts on the host first.
+fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, rng: &mut TestRng) -> Result<Outcome, String> {
+    let e = |e: blocksparse::Error| format!("{e}");
+    let (m, k, n, bm, bk, bn) = (c.sm, c.sk, c.n, c.bm, c.bk, s.bn);
+    let (mb, kb, nb) = (m / bm, k / bk, n / bn);
+    let (alpha, beta) = (c.alpha as f64, c.beta as f64);
+    let a_mask = pattern_mask(c.pattern, mb, kb, rng);
+    let b_mask = pattern_mask(s.b, kb, nb, rng);
+    let random_bsr = |rows: usize, cols: usize, block: BlockShape, mask: &[bool], rng: &mut TestRng| {
+        let nnzb = mask.iter().filter(|&&x| x).count();
+        Bsr::from_block_mask(rows, cols, block, mask, random_values::<T>(nnzb * block.elems(), rng)).map_err(e)
+    };
+    let a_mats: Vec<Bsr<T>> = (0..c.batch).map(|_| random_bsr(m, k, BlockShape { bm, bk }, &a_mask, rng)).collect::<Result<_, _>>()?;
+    let b_mats: Vec<Bsr<T>> =
+        (0..c.batch).map(|_| random_bsr(k, n, BlockShape { bm: bk, bk: bn }, &b_mask, rng)).collect::<Result<_, _>>()?;
+    let a_dev = ctx.upload_bsr_batch(&a_mats).map_err(e)?;
+    let b_dev = ctx.upload_bsr_batch(&b_mats).map_err(e)?;
+    let (prod_rp, prod_ci) = spgemm_product_pattern(&a_mats[0], &b_mats[0]);
+    let mut product = vec![false; mb * nb];
+    for i in 0..mb {
+        for &j in &prod_ci[prod_rp[i] as usize..prod_rp[i + 1] as usize] {
+            product[i * nb + j as usize] = true;
+        }
+    }
+    // A masked C: the mask as the pattern of a (zero) C, whose pattern object the plan takes.
+    let c_mask: Option<Vec<bool>> = match s.c {
+        SpC::Mask(SpMask::Random(d)) => Some(random_mask(mb, nb, d, rng)),
+        SpC::Mask(SpMask::Mixed) => Some(
+            (0..mb * nb)
+                .map(|x| match (x / nb) % 3 {
+                    0 => !product[x],
+                    1 => product[x] || rng.random_bool(0.3),
+                    _ => product[x] && rng.random_bool(0.5),
+                })
+                .collect(),
+        ),
+        _ => None,
+    };
+    let template: Option<DeviceBsr<O>> = match &c_mask {
+        Some(mask) => {
+            let nnz = mask.iter().filter(|&&x| x).count();
+            let bsr = Bsr::from_block_mask(m, n, BlockShape { bm, bk: bn }, mask, vec![O::zero(); nnz * bm * bn]).map_err(e)?;
+            Some(ctx.upload_bsr(&bsr).map_err(e)?)
+        }
+        None => None,
+    };
+    let out = match (s.c, &template) {
+        (SpC::Dense(_), _) => SpgemmOutput::Dense,
+        (SpC::Mask(_), Some(t)) => SpgemmOutput::Mask(t.pattern().clone()),
+        _ => SpgemmOutput::Product,
+    };
+    let size = ctx.spgemm_size(&a_dev, &b_dev, &out).map_err(e)?;
+    let plan = ctx.plan_spgemm(&a_dev, &b_dev, out).map_err(e)?;
+    // C's blocks as the reference sees them (a block-sparse C).
+    let (c_rp, c_ci) = match &template {
+        Some(t) => (t.row_ptr().to_vec(), t.col_idx().to_vec()),
+        None => (prod_rp, prod_ci),
+    };
+    // The plan against counts on the host.
+    let in_c = |i: usize, j: usize| c_mask.as_ref().is_none_or(|mask| mask[i * nb + j]);
+    let (a0, b0) = (&a_mats[0], &b_mats[0]);
+    let mut pairs = 0usize;
+    for i in 0..mb {
+        for p in a0.row_range(i).unwrap_or(0..0) {
+            let kk = a0.col_idx()[p] as usize;
+            pairs += b0.row_range(kk).unwrap_or(0..0).filter(|&q| in_c(i, b0.col_idx()[q] as usize)).count();
+        }
+    }
+    let c_blocks = if matches!(s.c, SpC::Dense(_)) { mb * nb } else { c_ci.len() };
+    let flops = 2.0 * (pairs * bm * bk * bn * c.batch) as f64;
+    if plan.size() != size
+        || size.pairs != pairs
+        || size.c_blocks != c_blocks
+        || plan.pairs() != pairs
+        || plan.flops() != flops
+        || plan.batch() != c.batch
+    {
+        return Err(format!(
+            "plan sizes: spgemm_size {size:?}, plan {:?} (pairs {}, flops {}, batch {}); host count: {pairs} pairs, {c_blocks} C blocks, {flops} flops",
+            plan.size(),
+            plan.pairs(),
+            plan.flops(),
+            plan.batch()
+        ));
+    }
+    match (s.c, plan.output_pattern(), &template) {
+        (SpC::Dense(_), None, _) => {}
+        (SpC::Product, Some(p), _) => {
+            if p.row_ptr() != c_rp || p.col_idx() != c_ci || p.block() != (BlockShape { bm, bk: bn }) || (p.nrows(), p.ncols()) != (m, n) {
+                return Err("the plan's output pattern is not the product's pattern".into());
+            }
+        }
+        (SpC::Mask(_), Some(p), Some(t)) if std::sync::Arc::ptr_eq(p, t.pattern()) => {}
+        _ => return Err("the plan's output pattern is not C's".into()),
+    }
+    let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+    let mut want = Vec::new();
+    let mut results: Vec<Vec<O>> = Vec::new();
+    match s.c {
+        SpC::Dense(layout) => {
+            let c0 = old_output::<O>(c.batch * m * n, c.beta, rng);
+            let c0_dense = Dense::<O>::new(ctx, c.batch, m, n, layout, c0.clone())?;
+            for (bt, (a, b)) in a_mats.iter().zip(&b_mats).enumerate() {
+                want.extend(spgemm_reference(alpha, a, b, beta, c0_dense.host(bt)));
+            }
+            for _ in 0..2 {
+                let mut out = Dense::<O>::new(ctx, c.batch, m, n, layout, c0.clone())?;
+                ctx.spgemm(&plan, c.alpha, &a_dev, &b_dev, c.beta, out.view_mut()).map_err(e)?;
+                results.push(out.download_logical(ctx)?);
+            }
+        }
+        SpC::Product | SpC::Mask(_) => {
+            let per = c_ci.len() * bm * bn;
+            let c0 = old_output::<O>(c.batch * per, c.beta, rng);
+            for (bt, (a, b)) in a_mats.iter().zip(&b_mats).enumerate() {
+                want.extend(spgemm_bsr_reference(alpha, a, b, &c_rp, &c_ci, beta, &c0[bt * per..(bt + 1) * per]));
+            }
+            for _ in 0..2 {
+                let mut out = match &template {
+                    Some(t) => ctx.zeros_bsr_like::<O, O>(t, c.batch),
+                    None => ctx.spgemm_output::<O>(&plan),
+                }
+                .map_err(e)?;
+                ctx.update_values(&mut out, &c0).map_err(e)?;
+                ctx.spgemm_bsr(&plan, c.alpha, &a_dev, &b_dev, c.beta, &mut out).map_err(e)?;
+                results.push(ctx.download_values(&out).map_err(e)?);
+            }
+        }
+    }
+    Ok(outcome(kernel, &results, &want))
+}
+
+/// The name of an error's variant, for the typed-error checks.
+fn error_kind(e: &blocksparse::Error) -> &'static str {
+    use blocksparse::Error::*;
+    match e {
+        ShapeMismatch { .. } => "ShapeMismatch",
+        BatchMismatch { .. } => "BatchMismatch",
+        PlanMismatch(_) => "PlanMismatch",
+        NotFinite { .. } => "NotFinite",
+        _ => "another error",
+    }
+}
+
+/// The label of [`spgemm_errors`] (`--filter spgemm` selects it).
+const SPGEMM_ERRORS: &str = "spgemm: invalid arguments rejected with typed errors before launch, C untouched";
+
+/// BSR × BSR arguments that must be rejected with their typed error before anything is
+/// launched: C, filled with a sentinel, must come back unchanged.
+fn spgemm_errors(ctx: &Context, seed: u64) -> (bool, String) {
+    let run = || -> Result<String, String> {
+        let e = |e: blocksparse::Error| e.to_string();
+        let mut rng = seeded_rng(seed);
+        let mut bsr = |rows: usize, cols: usize, bm: usize, bk: usize| -> Result<Bsr<f16>, String> {
+            let block = BlockShape { bm, bk };
+            let mask = random_mask(rows / bm, cols / bk, 0.5, &mut rng);
+            let nnzb = mask.iter().filter(|&&x| x).count();
+            Bsr::from_block_mask(rows, cols, block, &mask, random_values::<f16>(nnzb * block.elems(), &mut rng)).map_err(e)
+        };
+        let (m, k, n) = (256, 384, 320);
+        let (a_host, b_host) = (bsr(m, k, 64, 64)?, bsr(k, n, 64, 64)?);
+        let (b_short, b_tall) = (bsr(k - 64, n, 64, 64)?, bsr(k, n, 128, 64)?);
+        let (mask_host, mask_wide, mask_low) = (bsr(m, n, 64, 64)?, bsr(m, n + 64, 64, 64)?, bsr(m, n, 32, 64)?);
+        let up = |x: &Bsr<f16>| ctx.upload_bsr(x).map_err(e);
+        let (a, b, a_again, b_again) = (up(&a_host)?, up(&b_host)?, up(&a_host)?, up(&b_host)?);
+        let (b_short, b_tall, mask, mask_wide, mask_low) = (up(&b_short)?, up(&b_tall)?, up(&mask_host)?, up(&mask_wide)?, up(&mask_low)?);
+        let b2 = ctx.upload_bsr_batch(&[b_host.clone(), b_host.clone()]).map_err(e)?;
+        let dense = ctx.plan_spgemm(&a, &b, SpgemmOutput::Dense).map_err(e)?;
+        let product = ctx.plan_spgemm(&a, &b, SpgemmOutput::Product).map_err(e)?;
+        let product_again = ctx.plan_spgemm(&a, &b, SpgemmOutput::Product).map_err(e)?;
+        let masked = ctx.plan_spgemm(&a, &b, SpgemmOutput::Mask(mask.pattern().clone())).map_err(e)?;
+        let sentinel = 3.25f32;
+        let mut c = ctx.upload_matrix(m, n, &vec![sentinel; m * n]).map_err(e)?;
+        let mut c_wide = ctx.upload_matrix(m, n + 8, &vec![sentinel; m * (n + 8)]).map_err(e)?;
+        let mut c2 = ctx.upload_matrix_batch(2, m, n, &vec![sentinel; 2 * m * n]).map_err(e)?;
+        let mut c_prod = ctx.spgemm_output::<f32>(&product).map_err(e)?;
+        let prod_len = c_prod.values_per_matrix();
+        ctx.update_values(&mut c_prod, &vec![sentinel; prod_len]).map_err(e)?;
+        // C with the same pattern's contents, but another pattern object than the plan's.
+        let mut c_other = ctx.spgemm_output::<f32>(&product_again).map_err(e)?;
+        let dense_out = || SpgemmOutput::Dense;
+        let plan = |a: &DeviceBsr<f16>, b: &DeviceBsr<f16>, out: SpgemmOutput| ctx.plan_spgemm(a, b, out).map(drop);
+        let checks: Vec<(&str, blocksparse::Result<()>, &str)> = vec![
+            ("plan: B with another K", plan(&a, &b_short, dense_out()), "ShapeMismatch"),
+            ("size: B with another K", ctx.spgemm_size(&a, &b_short, &dense_out()).map(drop), "ShapeMismatch"),
+            ("plan: B's block height is not A's block width", plan(&a, &b_tall, dense_out()), "ShapeMismatch"),
+            ("plan: batch of B is not A's", plan(&a, &b2, dense_out()), "BatchMismatch"),
+            ("plan: mask of another width", plan(&a, &b, SpgemmOutput::Mask(mask_wide.pattern().clone())), "ShapeMismatch"),
+            ("plan: mask of another block height", plan(&a, &b, SpgemmOutput::Mask(mask_low.pattern().clone())), "ShapeMismatch"),
+            ("spgemm: A of another pattern object", ctx.spgemm(&dense, 1.0, &a_again, &b, 0.0, &mut c), "PlanMismatch"),
+            ("spgemm: B of another pattern object", ctx.spgemm(&dense, 1.0, &a, &b_again, 0.0, &mut c), "PlanMismatch"),
+            ("spgemm: a product-pattern plan", ctx.spgemm(&product, 1.0, &a, &b, 0.0, &mut c), "PlanMismatch"),
+            ("spgemm: a masked plan", ctx.spgemm(&masked, 1.0, &a, &b, 0.0, &mut c), "PlanMismatch"),
+            ("spgemm: C of another width", ctx.spgemm(&dense, 1.0, &a, &b, 0.0, &mut c_wide), "ShapeMismatch"),
+            ("spgemm: C of another batch", ctx.spgemm(&dense, 1.0, &a, &b, 0.0, &mut c2), "BatchMismatch"),
+            ("spgemm: alpha NaN", ctx.spgemm(&dense, f32::NAN, &a, &b, 0.0, &mut c), "NotFinite"),
+            ("spgemm_bsr: a dense plan", ctx.spgemm_bsr(&dense, 1.0, &a, &b, 0.0, &mut c_prod), "PlanMismatch"),
+            ("spgemm_bsr: C of another pattern object", ctx.spgemm_bsr(&product, 1.0, &a, &b, 0.0, &mut c_other), "PlanMismatch"),
+            ("spgemm_bsr: C not the mask's", ctx.spgemm_bsr(&masked, 1.0, &a, &b, 0.0, &mut c_prod), "PlanMismatch"),
+            ("spgemm_bsr: A of another pattern object", ctx.spgemm_bsr(&product, 1.0, &a_again, &b, 0.0, &mut c_prod), "PlanMismatch"),
+            ("spgemm_bsr: beta infinite", ctx.spgemm_bsr(&product, 1.0, &a, &b, f32::INFINITY, &mut c_prod), "NotFinite"),
+            ("spgemm_output: a dense plan", ctx.spgemm_output::<f32>(&dense).map(drop), "PlanMismatch"),
+        ];
+        let wrong: Vec<String> = checks
+            .iter()
+            .filter(|(_, got, want)| got.as_ref().err().map(error_kind) != Some(*want))
+            .map(|(what, got, want)| format!("{what}: {want} expected, got {got:?}"))
+            .collect();
+        if !wrong.is_empty() {
+            return Err(wrong.join("; "));
+        }
+        let untouched = |v: Vec<f32>| v.iter().all(|&x| x == sentinel);
+        if !(untouched(ctx.download_matrix(&c).map_err(e)?)
+            && untouched(ctx.download_matrix(&c_wide).map_err(e)?)
+            && untouched(ctx.download_matrix(&c2).map_err(e)?)
+            && untouched(ctx.download_values(&c_prod).map_err(e)?))
+        {
+            return Err("an output was written by a call that failed".into());
+        }
+        Ok(format!("{} invalid calls rejected with their typed errors, outputs untouched", checks.len()))
+    };
+    match run() {
+        Ok(d) => (true, d),
+        Err(d) => (false, d),
+    }
 }
 
 fn dispatch(ctx: &Context, c: &Case, rng: &mut TestRng) -> Result<Outcome, String> {
@@ -584,6 +1035,15 @@ pub fn run(args: Args) -> Result<bool, String> {
             }
             println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, label, detail);
         }
+    }
+    if args.filter.as_deref().is_none_or(|f| SPGEMM_ERRORS.contains(f)) {
+        let (ok, detail) = spgemm_errors(&ctx, seed ^ 3);
+        if ok {
+            passed += 1
+        } else {
+            failed += 1
+        }
+        println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, SPGEMM_ERRORS, detail);
     }
     if !args.no_examples && args.filter.is_none() {
         for (name, ok, detail) in run_examples() {

@@ -1,2 +1,437 @@
 //! Tests of the SpGEMM planner (host only).
 use super::*;
+use std::collections::HashMap;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// `BLOCKSPARSE_SEED` from the environment (to reproduce a failure), or a fresh one; printed.
+fn seed(name: &str) -> u64 {
+    let seed = std::env::var("BLOCKSPARSE_SEED").ok().and_then(|s| s.trim().parse().ok()).unwrap_or_else(rand::random);
+    eprintln!("{name}: seed {seed} (rerun with BLOCKSPARSE_SEED={seed})");
+    seed
+}
+
+/// CSR of a row-major boolean grid.
+fn csr(mask: &[bool], cols: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut rp = vec![0u32];
+    let mut ci = Vec::new();
+    for row in mask.chunks(cols.max(1)) {
+        ci.extend(row.iter().enumerate().filter(|(_, x)| **x).map(|(j, _)| j as u32));
+        rp.push(ci.len() as u32);
+    }
+    (rp, ci)
+}
+
+/// A block grid and its CSR form: `index[r · cols + c]` is the position of block (r, c).
+struct Grid {
+    rows: usize,
+    cols: usize,
+    mask: Vec<bool>,
+    row_ptr: Vec<u32>,
+    col_idx: Vec<u32>,
+    index: Vec<u32>,
+}
+
+impl Grid {
+    fn new(mask: Vec<bool>, rows: usize, cols: usize) -> Grid {
+        assert_eq!(mask.len(), rows * cols);
+        let (row_ptr, col_idx) = csr(&mask, cols);
+        let mut index = vec![u32::MAX; mask.len()];
+        let mut n = 0;
+        for (e, &x) in mask.iter().enumerate() {
+            if x {
+                index[e] = n;
+                n += 1;
+            }
+        }
+        Grid { rows, cols, mask, row_ptr, col_idx, index }
+    }
+    fn has(&self, r: usize, c: usize) -> bool {
+        self.mask[r * self.cols + c]
+    }
+    fn at(&self, r: usize, c: usize) -> u32 {
+        self.index[r * self.cols + c]
+    }
+    fn pattern(&self) -> BlockPattern<'_> {
+        BlockPattern { cols: self.cols, row_ptr: &self.row_ptr, col_idx: &self.col_idx }
+    }
+}
+
+/// The product's own pattern by brute force: (i, j) where some k has A(i, k) and B(k, j).
+fn product_grid(a: &Grid, b: &Grid) -> Grid {
+    let mask = (0..a.rows * b.cols).map(|e| (0..a.cols).any(|k| a.has(e / b.cols, k) && b.has(k, e % b.cols))).collect();
+    Grid::new(mask, a.rows, b.cols)
+}
+
+/// The C blocks of tile `t` of block row `i`, as block columns: `j_per_tile` consecutive
+/// columns of a dense C (fewer at the tail), or the row's C blocks `t · jt ..` of a block-sparse
+/// one; `None` when the row has no tile `t`.
+fn tile_cols(c: Option<&Grid>, nb: usize, i: usize, t: usize, jt: usize) -> Option<Vec<usize>> {
+    let cols: Vec<usize> = match c {
+        None => (0..nb).collect(),
+        Some(c) => (0..nb).filter(|&j| c.has(i, j)).collect(),
+    };
+    if t * jt >= cols.len() {
+        return None;
+    }
+    Some(cols[t * jt..((t + 1) * jt).min(cols.len())].to_vec())
+}
+
+/// The records [`walk`] must produce, by brute force: per tile of every row (in row order), one
+/// record per k (increasing) whose A block (i, k) exists and meets at least one B block (k, j)
+/// under the tile, with that B block in the slot of j.
+fn reference(a: &Grid, b: &Grid, c: Option<&Grid>, jt: usize) -> (Vec<u32>, Vec<[u32; 6]>) {
+    let (mut words, mut tiles) = (Vec::new(), Vec::new());
+    let mut n_records = 0u32;
+    for i in 0..a.rows {
+        let c_begin = c.map_or(0, |c| c.row_ptr[i]);
+        let mut t = 0;
+        while let Some(cols) = tile_cols(c, b.cols, i, t, jt) {
+            let first = n_records;
+            for k in (0..a.cols).filter(|&k| a.has(i, k)) {
+                let slots: Vec<u32> = (0..jt).map(|s| cols.get(s).filter(|&&j| b.has(k, j)).map_or(NO_BLOCK, |&j| b.at(k, j))).collect();
+                if slots.iter().any(|&q| q != NO_BLOCK) {
+                    words.push(a.at(i, k));
+                    words.extend(slots);
+                    n_records += 1;
+                }
+            }
+            let (nt, cb, ce) = match c {
+                None => (t as u32, 0, 0),
+                Some(_) => (0, c_begin + (t * jt) as u32, c_begin + (t * jt + cols.len()) as u32),
+            };
+            tiles.push([i as u32, nt, cb, ce, first, n_records]);
+            t += 1;
+        }
+    }
+    (words, tiles)
+}
+
+/// The properties of [`walk`]'s records, checked one by one (with messages that say which):
+/// every pair (p, q) of every C block lies in exactly one record of the right tile, at the
+/// block's column slot; a tile's records are in increasing p; each holds at least one B block
+/// and NO_BLOCK elsewhere.
+fn check_records(a: &Grid, b: &Grid, c: Option<&Grid>, jt: usize, rec: &Records, what: &str) {
+    let w = 1 + jt;
+    assert_eq!(rec.words.len(), w * rec.n_records, "{what}: words per record");
+    assert_eq!(rec.tiles.len(), rec.n_tiles, "{what}: tiles");
+    // Tiles in row order, each row's tiles numbered from 0, record ranges back to back.
+    let mut tile_of: HashMap<(usize, usize), usize> = HashMap::new(); // (row, tile in row) -> tile
+    let mut next = 0u32;
+    for (ti, t) in rec.tiles.iter().enumerate() {
+        let [row, nt, cb, ce, first, end] = *t;
+        assert_eq!(first, next, "{what}: tile {ti}'s records follow the previous tile's");
+        assert!(end >= first, "{what}: tile {ti}");
+        next = end;
+        let in_row = tile_of.keys().filter(|(r, _)| *r == row as usize).count();
+        if ti > 0 {
+            assert!(rec.tiles[ti - 1][0] <= row, "{what}: tiles in row order");
+        }
+        let cols = tile_cols(c, b.cols, row as usize, in_row, jt).unwrap_or_else(|| panic!("{what}: row {row} has no tile {in_row}"));
+        match c {
+            None => assert_eq!((nt, cb, ce), (in_row as u32, 0, 0), "{what}: dense tile {ti}"),
+            Some(c) => {
+                assert_eq!(nt, 0, "{what}: block-sparse tile {ti}");
+                let want: Vec<usize> = (cb..ce).map(|x| c.col_idx[x as usize] as usize).collect();
+                assert_eq!(want, cols, "{what}: tile {ti}'s C blocks");
+            }
+        }
+        tile_of.insert((row as usize, in_row), ti);
+    }
+    assert_eq!(next as usize, rec.n_records, "{what}: the tiles cover every record");
+    for i in 0..a.rows {
+        let n = tile_of.keys().filter(|(r, _)| *r == i).count();
+        assert!(tile_cols(c, b.cols, i, n, jt).is_none(), "{what}: row {i} is missing tile {n}");
+    }
+    // The pairs found in the records: (tile, slot, p, q).
+    let mut got = Vec::new();
+    for (ti, t) in rec.tiles.iter().enumerate() {
+        let row = t[0] as usize;
+        let mut last_p = None;
+        for r in t[4] as usize..t[5] as usize {
+            let words = &rec.words[r * w..(r + 1) * w];
+            let p = words[0];
+            assert!(
+                (a.row_ptr[row]..a.row_ptr[row + 1]).contains(&p),
+                "{what}: record {r} of tile {ti}: A block {p} is not in block row {row}"
+            );
+            assert!(last_p < Some(p), "{what}: tile {ti}: records not in increasing p ({last_p:?} then {p})");
+            last_p = Some(p);
+            assert!(words[1..].iter().any(|&q| q != NO_BLOCK), "{what}: record {r} of tile {ti} has no B block");
+            for (s, &q) in words[1..].iter().enumerate().filter(|(_, q)| **q != NO_BLOCK) {
+                got.push((ti, s, p, q));
+            }
+        }
+    }
+    // Every pair of every C block, by brute force, where it must be.
+    let mut want = Vec::new();
+    for i in 0..a.rows {
+        let mut t = 0;
+        while let Some(cols) = tile_cols(c, b.cols, i, t, jt) {
+            for (s, &j) in cols.iter().enumerate() {
+                for k in (0..a.cols).filter(|&k| a.has(i, k) && b.has(k, j)) {
+                    want.push((tile_of[&(i, t)], s, a.at(i, k), b.at(k, j)));
+                }
+            }
+            t += 1;
+        }
+    }
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got.len(), want.len(), "{what}: pairs in the records");
+    assert_eq!(got, want, "{what}: pairs in the records");
+}
+
+/// The properties of [`split_tiles`]' work list for `tiles` (each tile of every matrix is
+/// covered by its record range exactly once: one direct item, or consecutive pieces of one
+/// split group in consecutive slots), and its order.
+fn check_split(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32, wl: &WorkList, what: &str) {
+    let key = |bt: u32, row: u32, nt: u32, cb: u32, ce: u32| (bt, row, nt, cb, ce);
+    let mut index = HashMap::new();
+    for (ti, t) in tiles.iter().enumerate() {
+        for bt in 0..batch {
+            assert!(index.insert(key(bt, t[0], t[1], t[2], t[3]), ti).is_none(), "{what}: tiles are told apart by row, N tile, C blocks");
+        }
+    }
+    let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;
+    // The documented rule: a tile is split where its records exceed twice a resident thread
+    // block's fair share, and at least 8 stages.
+    let limit = (2 * total.div_ceil(resident.max(1) as u64)).max(8u64.div_ceil(stages_per_record as u64));
+    let mut per_tile: Vec<Vec<WorkItem>> = vec![Vec::new(); tiles.len() * batch as usize];
+    for it in &wl.items {
+        let ti = *index
+            .get(&key(it.batch, it.tile_row, it.n_tile, it.blk_begin, it.blk_end))
+            .unwrap_or_else(|| panic!("{what}: item {it:?} is no tile's"));
+        per_tile[it.batch as usize * tiles.len() + ti].push(*it);
+    }
+    let mut slot_seen = vec![0u32; wl.n_slots as usize];
+    let mut groups_seen = 0;
+    for (cell, items) in per_tile.iter_mut().enumerate() {
+        let (bt, t) = ((cell / tiles.len()) as u32, tiles[cell % tiles.len()]);
+        let (begin, end) = (t[4], t[5]);
+        let len = (end - begin) as u64;
+        assert!(!items.is_empty(), "{what}: tile {t:?} of matrix {bt} not covered");
+        if items.len() == 1 && items[0].partial_slot == NO_SLOT {
+            assert_eq!((items[0].k_begin, items[0].k_end), (begin, end), "{what}: tile {t:?} of matrix {bt}");
+            assert!(len <= limit, "{what}: tile {t:?} of {len} records left whole (limit {limit})");
+            continue;
+        }
+        assert!(len > limit, "{what}: tile {t:?} of {len} records split (limit {limit})");
+        items.sort_by_key(|i| i.partial_slot);
+        let g: Vec<&SplitGroup> =
+            wl.groups.iter().filter(|g| (g.batch, g.tile_row, g.n_tile, g.blk_begin, g.blk_end) == (bt, t[0], t[1], t[2], t[3])).collect();
+        assert_eq!(g.len(), 1, "{what}: one split group per split tile");
+        groups_seen += 1;
+        assert_eq!(g[0].n_slots as usize, items.len(), "{what}: the group's slots are its pieces");
+        let mut at = begin;
+        let (mut shortest, mut longest) = (u32::MAX, 0);
+        for (c, it) in items.iter().enumerate() {
+            assert_eq!(it.partial_slot, g[0].first_slot + c as u32, "{what}: consecutive slots");
+            slot_seen[it.partial_slot as usize] += 1;
+            assert_eq!(it.k_begin, at, "{what}: pieces back to back, in slot order");
+            assert!(it.k_end > it.k_begin, "{what}: no empty piece");
+            assert!((it.k_end - it.k_begin) as u64 <= limit, "{what}: a piece longer than the limit");
+            shortest = shortest.min(it.k_end - it.k_begin);
+            longest = longest.max(it.k_end - it.k_begin);
+            at = it.k_end;
+        }
+        assert_eq!(at, end, "{what}: the pieces cover the tile's records");
+        assert!(longest - shortest <= 1, "{what}: near-equal pieces ({shortest}..{longest})");
+    }
+    assert_eq!(groups_seen, wl.groups.len(), "{what}: no group without its items");
+    assert!(slot_seen.iter().all(|&s| s == 1), "{what}: every partial slot written exactly once");
+    assert_eq!(wl.max_item_blocks, wl.items.iter().map(|i| i.k_end - i.k_begin).max().unwrap_or(0), "{what}: max_item_blocks");
+    assert!(wl.schedule.is_empty(), "{what}: no persistent schedule yet");
+    // Order: a prefix of the longest items (non-increasing, each longer than every item after
+    // it), then the rest matrix by matrix, tile by tile (row order), pieces in slot order.
+    let rank: Vec<(u32, usize, u32)> = wl
+        .items
+        .iter()
+        .map(|it| (it.batch, index[&key(it.batch, it.tile_row, it.n_tile, it.blk_begin, it.blk_end)], it.partial_slot))
+        .collect();
+    let len: Vec<u32> = wl.items.iter().map(|i| i.k_end - i.k_begin).collect();
+    let n = len.len();
+    let mut canonical_from = n; // the smallest h with rank[h..] increasing
+    while canonical_from > 0 && (canonical_from == n || rank[canonical_from - 1] < rank[canonical_from]) {
+        canonical_from -= 1;
+    }
+    let ok = (canonical_from..=n).any(|h| {
+        len[..h].windows(2).all(|w| w[0] >= w[1])
+            && len[..h].iter().min().copied().unwrap_or(u32::MAX) > len[h..].iter().max().copied().unwrap_or(0)
+    });
+    assert!(ok, "{what}: items not (longest first, then matrix by matrix in row order): {len:?}");
+}
+
+fn random_grid(rows: usize, cols: usize, rng: &mut SmallRng) -> Vec<bool> {
+    let density = [0.0, 0.1, 0.3, 0.6, 1.0, rng.random_range(0.0..1.0)][rng.random_range(0..6)];
+    let mut m: Vec<bool> = (0..rows * cols).map(|_| rng.random_bool(density)).collect();
+    // Some empty rows and some full ones.
+    for r in 0..rows {
+        match rng.random_range(0..8) {
+            0 => m[r * cols..(r + 1) * cols].fill(false),
+            1 => m[r * cols..(r + 1) * cols].fill(true),
+            _ => {}
+        }
+    }
+    m
+}
+
+/// The C patterns of a case: dense, the product's own, a random mask, a mask disjoint from the
+/// product in some rows (all their pairs masked out), and the full grid.
+fn c_patterns(a: &Grid, b: &Grid, rng: &mut SmallRng) -> Vec<(&'static str, Option<Grid>)> {
+    let product = product_grid(a, b);
+    let (mb, nb) = (a.rows, b.cols);
+    let random = Grid::new((0..mb * nb).map(|_| rng.random_bool(0.4)).collect(), mb, nb);
+    let disjoint = Grid::new((0..mb * nb).map(|e| if e / nb % 2 == 0 { !product.mask[e] } else { rng.random_bool(0.5) }).collect(), mb, nb);
+    let full = Grid::new(vec![true; mb * nb], mb, nb);
+    vec![("dense", None), ("product", Some(product)), ("mask", Some(random)), ("disjoint mask", Some(disjoint)), ("full mask", Some(full))]
+}
+
+#[test]
+fn walk_matches_brute_force_for_dense_product_and_masked_c() {
+    let seed = seed("walk_matches_brute_force_for_dense_product_and_masked_c");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for case in 0..200 {
+        let (mb, kb) = (rng.random_range(1..10usize), rng.random_range(1..12usize));
+        let nb = if case % 4 == 0 { rng.random_range(17..48usize) } else { rng.random_range(1..12usize) };
+        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
+        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        let (ga, gb) = (a.pattern(), b.pattern());
+        let counts_all = pairs::count(&ga, &gb, None).unwrap();
+        for (name, c) in c_patterns(&a, &b, &mut rng) {
+            let cp = c.as_ref().map(Grid::pattern);
+            for jt in [1usize, 2, 4, 16] {
+                let what = format!("seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, j_per_tile {jt}");
+                let layout = Layout2 { j_per_tile: jt, dense: c.is_none() };
+                let rec = walk(&ga, &gb, cp.as_ref(), &layout, true).unwrap();
+                check_records(&a, &b, c.as_ref(), jt, &rec, &what);
+                let (words, tiles) = reference(&a, &b, c.as_ref(), jt);
+                assert_eq!(rec.tiles, tiles, "{what}: tiles");
+                assert_eq!(rec.words, words, "{what}: records");
+                // The counting pass agrees and stores nothing.
+                let counted = walk(&ga, &gb, cp.as_ref(), &layout, false).unwrap();
+                assert_eq!((counted.n_records, counted.n_tiles), (rec.n_records, rec.n_tiles), "{what}: counting pass");
+                assert!(counted.words.is_empty() && counted.tiles.is_empty(), "{what}: counting pass stores nothing");
+                // The pairs in the records are the pair counter's.
+                let pairs_in_records = rec.words.chunks(1 + jt).flat_map(|r| &r[1..]).filter(|&&q| q != NO_BLOCK).count();
+                let counts = pairs::count(&ga, &gb, cp.as_ref()).unwrap();
+                assert_eq!(pairs_in_records, counts.pairs, "{what}: pairs");
+                if name == "dense" || name == "full mask" || name == "product" {
+                    assert_eq!(counts.pairs, counts_all.pairs, "{what}: no pair masked out");
+                }
+            }
+        }
+        // A full mask walks exactly as a dense C (the same tiles of the same columns).
+        let full = Grid::new(vec![true; mb * nb], mb, nb);
+        for jt in [1usize, 2, 4, 16] {
+            let d = walk(&ga, &gb, None, &Layout2 { j_per_tile: jt, dense: true }, true).unwrap();
+            let f = walk(&ga, &gb, Some(&full.pattern()), &Layout2 { j_per_tile: jt, dense: false }, true).unwrap();
+            assert_eq!(d.words, f.words, "seed {seed} case {case}: full mask vs dense, j_per_tile {jt}");
+            let rows = |r: &Records| r.tiles.iter().map(|t| (t[0], t[4], t[5])).collect::<Vec<_>>();
+            assert_eq!(rows(&d), rows(&f), "seed {seed} case {case}: full mask vs dense tiles");
+        }
+    }
+}
+
+#[test]
+fn walk_handles_empty_rows_and_masked_out_rows() {
+    // A (3 x 4 blocks): row 0 empty, row 1 on k = 0, 2, 3, row 2 on k = 1 (an empty B row).
+    let a = Grid::new(vec![false, false, false, false, true, false, true, true, false, true, false, false], 3, 4);
+    // B (4 x 5 blocks): row 0 on j = 0, 4; row 1 empty; row 2 on j = 1, 4; row 3 on j = 4.
+    #[rustfmt::skip]
+    let b = Grid::new(vec![
+        true, false, false, false, true,
+        false, false, false, false, false,
+        false, true, false, false, true,
+        false, false, false, false, true,
+    ], 4, 5);
+    let n = NO_BLOCK;
+    // Dense C, two columns per tile: row 1's tiles (0: j 0-1, 1: j 2-3, 2: j 4).
+    let rec = walk(&a.pattern(), &b.pattern(), None, &Layout2 { j_per_tile: 2, dense: true }, true).unwrap();
+    assert_eq!(rec.n_tiles, 9, "three tiles in every row, empty ones included");
+    assert_eq!(
+        rec.tiles,
+        vec![
+            [0, 0, 0, 0, 0, 0],
+            [0, 1, 0, 0, 0, 0],
+            [0, 2, 0, 0, 0, 0],
+            [1, 0, 0, 0, 0, 2],
+            [1, 1, 0, 0, 2, 2],
+            [1, 2, 0, 0, 2, 5],
+            [2, 0, 0, 0, 5, 5],
+            [2, 1, 0, 0, 5, 5],
+            [2, 2, 0, 0, 5, 5],
+        ]
+    );
+    #[rustfmt::skip]
+    assert_eq!(rec.words, vec![
+        0, 0, n, // p 0 (k 0) meets B block 0 at j 0
+        1, n, 2, // p 1 (k 2) meets B block 2 at j 1
+        0, 1, n, // tile 2 (j 4): every A block meets j 4
+        1, 3, n,
+        2, 4, n,
+    ]);
+    // A mask: row 0 holds (0, 2) (no pairs: A's row is empty), row 1 holds j = 2, 3 (no pair
+    // reaches them; the row's pairs at j = 0, 1 are masked out) and j = 4, row 2 holds j = 0
+    // (its only A block meets an empty B row).
+    let m = Grid::new(vec![false, false, true, false, false, false, false, true, true, true, true, false, false, false, false], 3, 5);
+    let rec = walk(&a.pattern(), &b.pattern(), Some(&m.pattern()), &Layout2 { j_per_tile: 2, dense: false }, true).unwrap();
+    assert_eq!(rec.tiles, vec![[0, 0, 0, 1, 0, 0], [1, 0, 1, 3, 0, 0], [1, 0, 3, 4, 0, 3], [2, 0, 4, 5, 3, 3]]);
+    assert_eq!(rec.words, vec![0, 1, n, 1, 3, n, 2, 4, n]);
+}
+
+#[test]
+fn split_tiles_covers_every_tile_once() {
+    let seed = seed("split_tiles_covers_every_tile_once");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut splits = 0;
+    for case in 0..80 {
+        let (mb, kb, nb) = (rng.random_range(1..10usize), rng.random_range(1..40usize), rng.random_range(1..24usize));
+        let spr = [1u32, 2, 4][case % 3];
+        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
+        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        for (name, c) in c_patterns(&a, &b, &mut rng) {
+            let cp = c.as_ref().map(Grid::pattern);
+            for jt in [1usize, 2, 4, 16] {
+                let rec = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { j_per_tile: jt, dense: c.is_none() }, true).unwrap();
+                for batch in [1u32, 3] {
+                    for resident in [1u32, 5, 132, 100_000] {
+                        let what = format!(
+                            "seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, j_per_tile {jt}, batch {batch}, \
+                             resident {resident}, {spr} stages per record"
+                        );
+                        let wl = split_tiles(&rec.tiles, batch, resident, spr).unwrap();
+                        check_split(&rec.tiles, batch, resident, spr, &wl, &what);
+                        assert!(wl.items.len() >= rec.tiles.len() * batch as usize, "{what}");
+                        splits += wl.groups.len();
+                    }
+                }
+            }
+        }
+    }
+    assert!(splits > 0, "seed {seed}: some tiles were split");
+}
+
+#[test]
+fn one_long_row_is_split_and_runs_first() {
+    // A: 64 block rows; row 17 holds all 300 block columns, the others one each. B: one block
+    // per row, all in column 0. Dense C of one column block: row 17's tile has 300 records.
+    let (mb, kb, nb) = (64usize, 300usize, 1usize);
+    let a = Grid::new((0..mb * kb).map(|e| e / kb == 17 || e % kb == e / kb).collect(), mb, kb);
+    let b = Grid::new(vec![true; kb * nb], kb, nb);
+    let rec = walk(&a.pattern(), &b.pattern(), None, &Layout2 { j_per_tile: 4, dense: true }, true).unwrap();
+    assert_eq!(rec.tiles[17][5] - rec.tiles[17][4], 300);
+    for batch in [1u32, 3] {
+        let wl = split_tiles(&rec.tiles, batch, 132, 1).unwrap();
+        check_split(&rec.tiles, batch, 132, 1, &wl, &format!("long row, batch {batch}"));
+        assert_eq!(wl.groups.len(), batch as usize, "the long tile of every matrix is split");
+        assert!(wl.max_item_blocks < 300);
+        assert_eq!(wl.items[0].k_end - wl.items[0].k_begin, wl.max_item_blocks, "the longest piece first");
+        assert!(wl.groups.iter().all(|g| g.tile_row == 17 && g.n_slots > 1));
+    }
+    // One resident thread block: its fair share is everything, nothing is split.
+    let wl = split_tiles(&rec.tiles, 1, 1, 1).unwrap();
+    assert!(wl.groups.is_empty() && wl.n_slots == 0);
+    check_split(&rec.tiles, 1, 1, 1, &wl, "long row, one resident block");
+}
