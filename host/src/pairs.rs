@@ -42,6 +42,7 @@ impl BlockPattern<'_> {
 }
 
 /// The plan of C = A · B: C's pattern and, per C block, its pairs `(p, q)` in increasing `k`.
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PairPlan {
     /// C's block rows + 1 offsets.
@@ -54,6 +55,7 @@ pub(crate) struct PairPlan {
     pub pairs: Vec<(u32, u32)>,
 }
 
+#[cfg(test)]
 impl PairPlan {
     /// Block multiply-adds of the product (each is `2 · bm · bk · bn` flops).
     #[cfg(test)]
@@ -144,7 +146,33 @@ pub(crate) fn count(a: &BlockPattern, b: &BlockPattern, mask: Option<&BlockPatte
     Ok(PairCounts { c_rows: a.rows(), c_blocks: c_blocks as usize, pairs: pairs as usize })
 }
 
-/// Builds the plan (see the module docs) after [`count`] has sized it.
+/// The product's own pattern of C (every block that receives a pair): `row_ptr`, `col_idx`,
+/// with `c_blocks` from [`count`]; memory proportional to C's blocks, not to the pairs.
+pub(crate) fn product_pattern(a: &BlockPattern, b: &BlockPattern, c_blocks: usize) -> Result<(Vec<u32>, Vec<u32>)> {
+    let alloc = |what: &'static str, elements: usize| Error::Allocation { what, elements };
+    let mut row_ptr = Vec::new();
+    row_ptr.try_reserve_exact(a.rows() + 1).map_err(|_| alloc("C's block row pointers", a.rows() + 1))?;
+    let mut col_idx = Vec::new();
+    col_idx.try_reserve_exact(c_blocks).map_err(|_| alloc("C's block columns", c_blocks))?;
+    let mut seen = vec![u32::MAX; b.cols];
+    row_ptr.push(0);
+    for i in 0..a.rows() {
+        let start = col_idx.len();
+        row_pairs(a, b, i, |j, _, _| {
+            if seen[j] != i as u32 {
+                seen[j] = i as u32;
+                col_idx.push(j as u32);
+            }
+        });
+        col_idx[start..].sort_unstable();
+        row_ptr.push(col_idx.len() as u32);
+    }
+    Ok((row_ptr, col_idx))
+}
+
+/// Builds the plan (see the module docs) after [`count`] has sized it: the pair lists of every C
+/// block (the tests' reference for the numeric phase's records).
+#[cfg(test)]
 pub(crate) fn plan(a: &BlockPattern, b: &BlockPattern, mask: Option<&BlockPattern>) -> Result<PairPlan> {
     let counts = count(a, b, mask)?;
     let alloc = |what: &'static str, elements: usize| Error::Allocation { what, elements };
@@ -258,6 +286,10 @@ mod tests {
                 assert_eq!(got, want, "seed {seed}: {mb}x{kb}x{nb} masked {}", mask.is_some());
                 let counts = count(&a, &b, mask).unwrap();
                 assert_eq!((counts.c_blocks, counts.pairs), (got.c_col_idx.len(), got.n_pairs()), "seed {seed}");
+                if mask.is_none() {
+                    let pattern = product_pattern(&a, &b, counts.c_blocks).unwrap();
+                    assert_eq!(pattern, (got.c_row_ptr.clone(), got.c_col_idx.clone()), "seed {seed}: the product's pattern alone");
+                }
                 let held = 4 * (got.c_row_ptr.len() + got.c_col_idx.len() + got.pair_ptr.len()) + 8 * got.pairs.len();
                 assert_eq!(PairPlan::bytes(&counts), held, "seed {seed}: the size reported before building");
                 // Pairs in increasing k within each C block.

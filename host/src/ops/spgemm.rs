@@ -81,9 +81,10 @@ pub struct SpgemmSize {
     pub records: usize,
     /// Output tiles (work items before splitting), per matrix.
     pub tiles: usize,
-    /// Bytes of device memory the plan takes, split-K workspace excluded (it is bounded by the
-    /// GPU's size: at most a few partial tiles per SM). A product-pattern C's column indices
-    /// are included.
+    /// Bytes of device memory the plan takes: its records, one work item per output tile and
+    /// matrix, and a product-pattern C's column indices. Splitting the longest tiles (decided
+    /// when the plan is made, for the GPU's size) adds a few items and partial tiles per SM:
+    /// [`SpgemmPlan::device_bytes`] has the exact total.
     pub device_bytes: usize,
     /// Peak bytes of host memory the planner uses.
     pub host_bytes: usize,
@@ -99,6 +100,8 @@ pub struct SpgemmPlan {
     b_pattern: Arc<Pattern>,
     /// C's pattern (block-sparse C).
     c_pattern: Option<Arc<Pattern>>,
+    /// Whether the plan made C's pattern (the product's own) and holds its column indices.
+    product_pattern: bool,
     batch: usize,
     size: SpgemmSize,
     choice: TileChoice,
@@ -140,7 +143,11 @@ impl SpgemmPlan {
     }
     /// Bytes of device memory the plan holds (records, work list, workspace).
     pub fn device_bytes(&self) -> usize {
-        4 * self.records.len() + self.device.bytes()
+        let product = match (&self.c_pattern, self.product_pattern) {
+            (Some(p), true) => 4 * p.col_idx.len(),
+            _ => 0,
+        };
+        4 * self.records.len() + self.device.bytes() + product
     }
 }
 
@@ -271,7 +278,8 @@ impl Context {
     /// mma.sync otherwise).
     fn spgemm_tile<T: InputElement>(&self, a: &Pattern, b: &Pattern) -> Result<TileChoice> {
         let (bm, bk, bn) = (a.block.bm, a.block.bk, b.block.bk);
-        let fits = |p: &Pattern| p.nnzb().checked_mul(p.block.bm).is_some_and(|r| r < i32::MAX as usize);
+        // TMA needs a non-empty tensor whose rows fit its signed 32-bit coordinates.
+        let fits = |p: &Pattern| p.nnzb() > 0 && p.nnzb().checked_mul(p.block.bm).is_some_and(|r| r < i32::MAX as usize);
         let hopper = wgmma_tile_index(bm as u32)
             .filter(|_| bk.is_multiple_of(WG_K as usize) && bn.is_multiple_of(WG_K as usize) && fits(a) && fits(b));
         if let Some(tile) = hopper {
@@ -314,10 +322,7 @@ impl Context {
         let layout = Layout2 { j_per_tile: (tn as usize / b.block().bk).max(1), dense: matches!(out, SpgemmOutput::Dense) };
         // C's pattern first for a product-pattern C (the records' tiles are runs of its blocks).
         let product = match out {
-            SpgemmOutput::Product => {
-                let plan = pairs::plan(&ga, &gb, None)?;
-                Some((plan.c_row_ptr, plan.c_col_idx))
-            }
+            SpgemmOutput::Product => Some(pairs::product_pattern(&ga, &gb, counts.c_blocks)?),
             _ => None,
         };
         let c_grid = match (out, &product) {
@@ -333,10 +338,13 @@ impl Context {
         };
         let product_bytes = product.as_ref().map_or(0, |(rp, ci)| 4 * (rp.len() + ci.len()));
         let batch = a.batch;
-        let device_bytes = 4 * w * rec.n_records + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch + product_bytes;
-        let host_bytes = 4 * w * rec.n_records + 24 * rec.n_tiles + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch
-            + product_bytes
-            + 8 * counts.pairs * matches!(out, SpgemmOutput::Product) as usize;
+        // On the device: the records, one work item per tile and matrix, and a product
+        // pattern's column indices.
+        let device_bytes = 4 * w * rec.n_records
+            + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch
+            + product.as_ref().map_or(0, |(_, ci)| 4 * ci.len());
+        let host_bytes =
+            4 * w * rec.n_records + 24 * rec.n_tiles + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch + product_bytes;
         let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.n_tiles, device_bytes, host_bytes };
         Ok((Symbolic { size, product }, choice))
     }
@@ -386,6 +394,7 @@ impl Context {
         Ok(SpgemmPlan {
             a_pattern: a.pattern.clone(),
             b_pattern: b.pattern.clone(),
+            product_pattern: matches!(out, SpgemmOutput::Product),
             c_pattern,
             batch: a.batch,
             size: sym.size,
@@ -566,8 +575,10 @@ impl Context {
                 // (64 K, tm); B: the values as an (nnzB · bk, bn) matrix, MN-major boxes (64, 64).
                 let a_rows = (a.nnzb() * ab.bm) as u64;
                 let b_rows = (b.nnzb() * bb.bm) as u64;
-                let tmap_a = tensor_map::<T>(a_values, [ab.bk as u64, a_rows, batch], [ab.bk as u64 * e, a_stride as u64 * e], [WG_K, t.tm])?;
-                let tmap_b = tensor_map::<T>(b_values, [bb.bk as u64, b_rows, batch], [bb.bk as u64 * e, b_stride as u64 * e], [WG_K, WG_K])?;
+                let tmap_a =
+                    tensor_map::<T>(a_values, [ab.bk as u64, a_rows, batch], [ab.bk as u64 * e, a_stride as u64 * e], [WG_K, t.tm])?;
+                let tmap_b =
+                    tensor_map::<T>(b_values, [bb.bk as u64, b_rows, batch], [bb.bk as u64 * e, b_stride as u64 * e], [WG_K, WG_K])?;
                 let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
                 // SAFETY: as above; the tensor maps describe exactly A's and B's values and C.
                 unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
