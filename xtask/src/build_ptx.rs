@@ -119,22 +119,47 @@ fn build_arch(root: &Path, channel: &str, ptxas: &Path, target_dir: &Path, arch:
         let ptx_path = target_dir.join(format!("{stem}.ptx"));
         let cubin_path = target_dir.join(format!("{stem}.cubin"));
         std::fs::write(&ptx_path, &ptx).map_err(|e| format!("write {}: {e}", ptx_path.display()))?;
-        let status = Command::new(ptxas)
+        let out = Command::new(ptxas)
             .arg(format!("-arch={}", arch.target()))
+            .arg("-v")
             .arg(&ptx_path)
             .arg("-o")
             .arg(&cubin_path)
-            .status()
+            .output()
             .map_err(|e| format!("run {}: {e}", ptxas.display()))?;
-        if !status.success() {
-            return Err(format!("ptxas -arch={} {} failed ({status})", arch.target(), ptx_path.display()));
+        if !out.status.success() {
+            return Err(format!(
+                "ptxas -arch={} {} failed ({}):\n{}",
+                arch.target(),
+                ptx_path.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
+        check_no_stack(&stem, &String::from_utf8_lossy(&out.stderr))?;
         let cubin = std::fs::read(&cubin_path).map_err(|e| format!("read {}: {e}", cubin_path.display()))?;
         println!("built {stem}: {} bytes of PTX, {} bytes of cubin", ptx.len(), cubin.len());
         files.push((format!("{stem}.ptx"), ptx.into_bytes()));
         files.push((format!("{stem}.cubin"), cubin));
     }
     Ok(files)
+}
+
+/// Every kernel must fit its registers: no stack frame, no spills (ptxas `-v` report). Besides
+/// the cost, a spilling kernel that uses `setmaxnreg` was seen to lose its stack pointer: ptxas
+/// reused R1 in the producer of an sm_90a kernel, whose spill stores then faulted (perf notes
+/// v14).
+fn check_no_stack(stem: &str, report: &str) -> Res<()> {
+    let mut function = "?";
+    let mut bad = Vec::new();
+    for line in report.lines() {
+        if let Some(rest) = line.split("Function properties for ").nth(1) {
+            function = rest.trim();
+        } else if line.contains("bytes stack frame") && !line.trim_start().starts_with("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") {
+            bad.push(format!("{function}: {}", line.trim()));
+        }
+    }
+    if bad.is_empty() { Ok(()) } else { Err(format!("{stem}: kernels with a stack frame or spills:\n{}", bad.join("\n"))) }
 }
 
 /// Whether an environment variable configures a cargo or rustc build (and so must not reach

@@ -23,7 +23,7 @@ use crate::core::epilogue::{BlockDest, DenseDest, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
-use crate::ptx::ld_global_nc_u32;
+use crate::ptx::{ld_global_nc_u32, opaque};
 
 /// The SpGEMM op.
 pub struct Spgemm;
@@ -183,12 +183,15 @@ mod hopper {
             }
             let a_blk = unsafe { record_word(p, r, 0) };
             // Box j of the tile lies in column block (64 j) / bn; the tile is
-            // `(rec_words - 1) · bn` wide.
-            let n_boxes = ((p.rec_words - 1) << p.bn_log2) / BOX;
+            // `(rec_words - 1) · bn` wide. (bn through `opaque`: the per-box shifts would
+            // otherwise be hoisted out of the stage loop into registers the producer, held to
+            // a few dozen by `setmaxnreg`, cannot spare.)
+            let bn_log2 = opaque(p.bn_log2);
+            let n_boxes = ((p.rec_words - 1) << bn_log2) / BOX;
             let mut boxes = 0;
             let mut j = 0;
             while j < n_boxes {
-                let q = unsafe { record_word(p, r, 1 + ((j * BOX) >> p.bn_log2)) };
+                let q = unsafe { record_word(p, r, 1 + ((j * BOX) >> bn_log2)) };
                 if q != NO_BLOCK {
                     boxes |= 1 << j;
                 }
@@ -224,14 +227,15 @@ mod hopper {
             // `b_rows`, past the end of the values: TMA fills them with zeros without reading
             // memory. (Skipping their wgmma instead puts branches between the wgmma of a
             // stage, which ptxas then serializes: perf notes v14.)
+            let bn_log2 = opaque(p.bn_log2);
             unsafe {
                 load_a(maps, t, false, slot, s.kin, s.a_blk << p.bm_log2, s.batch, full);
                 let mut j = 0;
                 while j < t.tn() / BOX {
                     let col = j * BOX;
-                    let n = col & ((1 << p.bn_log2) - 1);
+                    let n = col & ((1 << bn_log2) - 1);
                     let row = if (s.boxes >> j) & 1 != 0 {
-                        (record_word(p, s.record, 1 + (col >> p.bn_log2)) << p.bk_log2) + s.kin
+                        (record_word(p, s.record, 1 + (col >> bn_log2)) << p.bk_log2) + s.kin
                     } else {
                         p.b_rows
                     };
