@@ -51,6 +51,12 @@ impl ItemCursor {
         ItemCursor { items: w.items, idx, end, next }
     }
 
+    /// The item [`ItemCursor::next`] returns next, if any (its descriptor already loaded).
+    #[inline(always)]
+    pub fn peek(&self) -> Option<WorkItem> {
+        if self.idx < self.end { Some(self.next) } else { None }
+    }
+
     /// The next item (and the load of the one after it issued), or `None` at the end.
     #[inline(always)]
     pub unsafe fn next(&mut self) -> Option<WorkItem> {

@@ -23,7 +23,7 @@ use crate::core::epilogue::{BlockDest, DenseDest, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
-use crate::ptx::{ld_global_nc_u32, opaque};
+use crate::ptx::{ld_global_nc_u32, opaque, prefetch_l2};
 
 /// The SpGEMM op.
 pub struct Spgemm;
@@ -146,7 +146,7 @@ mod hopper {
     use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
 
     /// One stage: 64 K of one record. `boxes` has bit `j` set where B box `j` (tile columns
-    /// `64 j ..`) is loaded.
+    /// `64 j ..`) holds a block.
     #[derive(Clone, Copy)]
     pub struct Stage {
         batch: u32,
@@ -156,8 +156,10 @@ mod hopper {
         boxes: u32,
     }
 
-    /// The producer's stream: each item's records in order, `bk / 64` stages each; a record's
-    /// A block and B-box presence are read one stage ahead.
+    /// The producer's stream: each item's records in order, `bk / 64` stages each. A record's
+    /// words are read one stage ahead, from L2: an item's records are prefetched there when the
+    /// item before it starts (a record read from DRAM on its first use left the producer, one
+    /// thread, waiting a DRAM latency per stage: perf notes v14).
     pub struct SpgemmStages {
         items: ItemCursor,
         item: WorkItem,
@@ -167,6 +169,17 @@ mod hopper {
         pending: Option<Stage>,
     }
 
+    /// Prefetches the records of `item` into L2.
+    #[inline(always)]
+    unsafe fn prefetch_records(p: &SpgemmParams, item: &WorkItem) {
+        let (lo, hi) = (4 * (item.k_begin * p.rec_words) as u64, 4 * (item.k_end * p.rec_words) as u64);
+        let mut at = lo & !127;
+        while at < hi {
+            unsafe { prefetch_l2(p.records + at) };
+            at += 128;
+        }
+    }
+
     impl SpgemmStages {
         #[inline(always)]
         unsafe fn fetch(&mut self, p: &SpgemmParams) -> Option<Stage> {
@@ -174,6 +187,9 @@ mod hopper {
                 self.item = unsafe { self.items.next() }?;
                 self.r = self.item.k_begin;
                 self.kin = 0;
+                if let Some(next) = self.items.peek() {
+                    unsafe { prefetch_records(p, &next) };
+                }
             }
             let (r, kin) = (self.r, self.kin);
             self.kin += WG_K;
@@ -207,6 +223,9 @@ mod hopper {
 
         #[inline(always)]
         unsafe fn new(p: &SpgemmParams, items: ItemCursor) -> Self {
+            if let Some(first) = items.peek() {
+                unsafe { prefetch_records(p, &first) };
+            }
             let mut s = SpgemmStages { items, item: WorkItem::default(), r: 0, kin: 0, pending: None };
             s.pending = unsafe { s.fetch(p) };
             s
