@@ -227,6 +227,10 @@ pub struct WgmmaTile {
     /// lag, one warpgroup's epilogue runs while the other still has loaded stages to multiply,
     /// so the tensor cores do not idle during stores. Needs two consumers and `skew < stages`.
     pub skew: u32,
+    /// 1: one A slice per stage, shared by every column of the tile (`m64n256` steps). Else
+    /// `tn / 128`: each 128-column group of the tile has its own A slice in the stage, and a
+    /// consumer runs one `m64n128` step per group (SpGEMM: each group streams its own K list).
+    pub a_groups: u32,
 }
 
 impl WgmmaTile {
@@ -242,8 +246,13 @@ impl WgmmaTile {
     pub const fn threads(&self) -> u32 {
         128 * (1 + self.consumers())
     }
-    /// `(tm, WG_K)` A slice: one K-major box or `tm / 64` MN-major boxes, 128-byte swizzled.
+    /// `a_groups` A slices of `(tm, WG_K)`: each one K-major box or `tm / 64` MN-major boxes,
+    /// 128-byte swizzled.
     pub const fn a_stage_bytes(&self) -> u32 {
+        self.a_groups * self.a_group_bytes()
+    }
+    /// One A slice `(tm, WG_K)`.
+    pub const fn a_group_bytes(&self) -> u32 {
         self.tm * WG_K * 2
     }
     /// `(tn / 64)` TMA boxes of `(WG_K, 64)` B, each 128-byte swizzled.
@@ -278,6 +287,7 @@ impl WgmmaTile {
             && self.stages >= 2
             && (self.c_buffers == 0 || self.c_buffers == 2)
             && (self.skew == 0 || (self.consumers() == 2 && self.skew < self.stages))
+            && (self.a_groups == 1 || self.a_groups == self.tn() / 128)
             && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
@@ -295,10 +305,19 @@ pub const SM90_REGISTERS: u32 = 65536;
 /// Largest dynamic shared memory one block may use on compute capability 9.0.
 pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 
-/// The Hopper tiles, indexed like [`WGMMA_TILE_ROWS`].
+/// The Hopper tiles: first the ones indexed like [`WGMMA_TILE_ROWS`] (one A slice per stage),
+/// then their grouped-A twins ([`WGMMA_GROUPED_TILES`], SpGEMM), whose larger A stages leave
+/// room for fewer ring stages.
 /// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
-pub const WGMMA_TILES: [WgmmaTile; 2] =
-    [WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0 }, WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1 }];
+pub const WGMMA_TILES: [WgmmaTile; 4] = [
+    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1 },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1 },
+    WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4 },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 3, c_buffers: 2, skew: 1, a_groups: 2 },
+];
+
+/// Index into [`WGMMA_TILES`] of the grouped-A tile with `WGMMA_TILE_ROWS[i]` rows.
+pub const WGMMA_GROUPED_TILES: [usize; 2] = [2, 3];
 
 /// One C staging chunk: `(WG_M, 128 bytes)`, i.e. 64 columns of a 16-bit C or 32 of f32, in
 /// the 128-byte swizzle that the C tensor map's TMA stores read.
@@ -311,7 +330,13 @@ const _: () = {
     let mut i = 0;
     while i < WGMMA_TILES.len() {
         assert!(WGMMA_TILES[i].check(), "invalid WGMMA tile configuration");
-        assert!(WGMMA_TILES[i].tm == WGMMA_TILE_ROWS[i]);
+        i += 1;
+    }
+    let mut i = 0;
+    while i < WGMMA_TILE_ROWS.len() {
+        assert!(WGMMA_TILES[i].tm == WGMMA_TILE_ROWS[i] && WGMMA_TILES[i].a_groups == 1);
+        let g = WGMMA_TILES[WGMMA_GROUPED_TILES[i]];
+        assert!(g.tm == WGMMA_TILE_ROWS[i] && g.a_groups > 1);
         i += 1;
     }
 };
@@ -537,11 +562,14 @@ pub struct BlockOut {
 /// Launch parameters of the SpGEMM kernels (`C = alpha · A · B + beta · C`, A and B
 /// block-sparse), passed by value.
 ///
-/// The plan lists, per output tile, its *stage records* in increasing K: record `r` is
-/// `rec_words` u32 at `records + 4 · rec_words · r`, word 0 the A block `p` (of the tile's block
-/// row), word `1 + j` the B block `q` (in row `col(p)` of B) that meets the tile's column block
-/// `j`, or [`NO_BLOCK`]. The tile's column block `j` is block column `n_tile · tn / bn + j` of a
-/// dense C, or the C block `blk_begin + j` of a block-sparse one.
+/// The plan lists, per output tile, its *stage records*: record `r` is `rec_words` u32 at
+/// `records + 4 · rec_words · r`, one group of `group_words` per column group of the tile (the
+/// whole tile for the portable kernels, each 128 columns for the grouped Hopper tiles). In
+/// group `g`, word 0 is an A block `p` (of the tile's block row; [`NO_BLOCK`] where the group's
+/// own list has ended) and word `1 + j` the B block `q` (in row `col(p)` of B) that meets the
+/// group's column block `j`, or [`NO_BLOCK`]. Each group's entries run in increasing K. The
+/// tile's column block `j` is block column `n_tile · tn / bn + j` of a dense C, or the C block
+/// `blk_begin + j` of a block-sparse one.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SpgemmParams {
@@ -570,6 +598,13 @@ pub struct SpgemmParams {
     /// Rows of B's values as one `(nnzB · bk, bn)` matrix: a TMA box from this row on lies
     /// past the end and reads zeros (the Hopper kernel's absent B boxes).
     pub b_rows: u32,
+    /// Rows of A's values as one `(nnzA · bm, bk)` matrix (the Hopper kernel's absent A
+    /// slices, as `b_rows`).
+    pub a_rows: u32,
+    /// Words of one column group of a record: its A block and its `gw_blocks` B blocks
+    /// (`rec_words` for the portable kernels, whose tile is one group; `1 + 128 / bn` for the
+    /// grouped Hopper tiles).
+    pub group_words: u32,
     /// A dense C.
     pub out: DenseOut,
     /// A block-sparse C (`(bm, bn)` blocks).
@@ -763,18 +798,18 @@ macro_rules! for_each_kernel {
         $m!(spgemm_mma_bf16_t128_f16, Spgemm, Portable, Bf16, 3, F16);
         $m!(spgemm_mma_bf16_t128_bf16, Spgemm, Portable, Bf16, 3, Bf16);
         $m!(spgemm_mma_bf16_t128_f32, Spgemm, Portable, Bf16, 3, F32);
-        $m!(spgemm_wgmma_f16_t64_f16, Spgemm, Hopper, F16, 0, F16);
-        $m!(spgemm_wgmma_f16_t64_bf16, Spgemm, Hopper, F16, 0, Bf16);
-        $m!(spgemm_wgmma_f16_t64_f32, Spgemm, Hopper, F16, 0, F32);
-        $m!(spgemm_wgmma_f16_t128_f16, Spgemm, Hopper, F16, 1, F16);
-        $m!(spgemm_wgmma_f16_t128_bf16, Spgemm, Hopper, F16, 1, Bf16);
-        $m!(spgemm_wgmma_f16_t128_f32, Spgemm, Hopper, F16, 1, F32);
-        $m!(spgemm_wgmma_bf16_t64_f16, Spgemm, Hopper, Bf16, 0, F16);
-        $m!(spgemm_wgmma_bf16_t64_bf16, Spgemm, Hopper, Bf16, 0, Bf16);
-        $m!(spgemm_wgmma_bf16_t64_f32, Spgemm, Hopper, Bf16, 0, F32);
-        $m!(spgemm_wgmma_bf16_t128_f16, Spgemm, Hopper, Bf16, 1, F16);
-        $m!(spgemm_wgmma_bf16_t128_bf16, Spgemm, Hopper, Bf16, 1, Bf16);
-        $m!(spgemm_wgmma_bf16_t128_f32, Spgemm, Hopper, Bf16, 1, F32);
+        $m!(spgemm_wgmma_f16_t64_f16, Spgemm, Hopper, F16, 2, F16);
+        $m!(spgemm_wgmma_f16_t64_bf16, Spgemm, Hopper, F16, 2, Bf16);
+        $m!(spgemm_wgmma_f16_t64_f32, Spgemm, Hopper, F16, 2, F32);
+        $m!(spgemm_wgmma_f16_t128_f16, Spgemm, Hopper, F16, 3, F16);
+        $m!(spgemm_wgmma_f16_t128_bf16, Spgemm, Hopper, F16, 3, Bf16);
+        $m!(spgemm_wgmma_f16_t128_f32, Spgemm, Hopper, F16, 3, F32);
+        $m!(spgemm_wgmma_bf16_t64_f16, Spgemm, Hopper, Bf16, 2, F16);
+        $m!(spgemm_wgmma_bf16_t64_bf16, Spgemm, Hopper, Bf16, 2, Bf16);
+        $m!(spgemm_wgmma_bf16_t64_f32, Spgemm, Hopper, Bf16, 2, F32);
+        $m!(spgemm_wgmma_bf16_t128_f16, Spgemm, Hopper, Bf16, 3, F16);
+        $m!(spgemm_wgmma_bf16_t128_bf16, Spgemm, Hopper, Bf16, 3, Bf16);
+        $m!(spgemm_wgmma_bf16_t128_f32, Spgemm, Hopper, Bf16, 3, F32);
         $m!(fixup_f16, Fixup, Portable, F16, 0, F16);
         $m!(fixup_bf16, Fixup, Portable, F16, 0, Bf16);
         $m!(fixup_f32, Fixup, Portable, F16, 0, F32);

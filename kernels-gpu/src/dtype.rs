@@ -117,14 +117,29 @@ pub trait WgInput {
     /// `D += A·B` for one m64n256k16 step from shared-memory descriptors; A MN-major when
     /// `A_MN` (else K-major), B K-major when `B_K` (else MN-major).
     unsafe fn wgmma<const A_MN: bool, const B_K: bool>(d: &mut [f32; 128], desc_a: u64, desc_b: u64);
+    /// As [`WgInput::wgmma`] for m64n128k16: one 128-column group of a consumer's tile, whose
+    /// 64 accumulators are the first or second half of the m64n256 fragment.
+    unsafe fn wgmma_n128<const A_MN: bool, const B_K: bool>(d: &mut [f32; 64], desc_a: u64, desc_b: u64);
 }
 
 /// The wgmma wrapper of one input type for the operand layouts (`A_MN`, `B_K`); the
 /// instruction's transpose immediates are 1 for MN-major.
 #[cfg(target_feature = "sm_90a")]
 macro_rules! wg_input {
-    ($ty:ident, $kk:ident, $km:ident, $mk:ident, $mm:ident) => {
+    ($ty:ident, [$kk:ident, $km:ident, $mk:ident, $mm:ident], [$hkk:ident, $hkm:ident, $hmk:ident, $hmm:ident]) => {
         impl WgInput for $ty {
+            #[inline(always)]
+            unsafe fn wgmma_n128<const A_MN: bool, const B_K: bool>(d: &mut [f32; 64], desc_a: u64, desc_b: u64) {
+                use crate::ptx_sm90::*;
+                unsafe {
+                    match (A_MN, B_K) {
+                        (false, true) => $hkk(d, desc_a, desc_b, 1),
+                        (false, false) => $hkm(d, desc_a, desc_b, 1),
+                        (true, true) => $hmk(d, desc_a, desc_b, 1),
+                        (true, false) => $hmm(d, desc_a, desc_b, 1),
+                    }
+                }
+            }
             #[inline(always)]
             unsafe fn wgmma<const A_MN: bool, const B_K: bool>(d: &mut [f32; 128], desc_a: u64, desc_b: u64) {
                 use crate::ptx_sm90::*;
@@ -141,6 +156,14 @@ macro_rules! wg_input {
     };
 }
 #[cfg(target_feature = "sm_90a")]
-wg_input!(F16, wgmma_m64n256k16_f16_00, wgmma_m64n256k16_f16_01, wgmma_m64n256k16_f16_10, wgmma_m64n256k16_f16_11);
+wg_input!(
+    F16,
+    [wgmma_m64n256k16_f16_00, wgmma_m64n256k16_f16_01, wgmma_m64n256k16_f16_10, wgmma_m64n256k16_f16_11],
+    [wgmma_m64n128k16_f16_00, wgmma_m64n128k16_f16_01, wgmma_m64n128k16_f16_10, wgmma_m64n128k16_f16_11]
+);
 #[cfg(target_feature = "sm_90a")]
-wg_input!(Bf16, wgmma_m64n256k16_bf16_00, wgmma_m64n256k16_bf16_01, wgmma_m64n256k16_bf16_10, wgmma_m64n256k16_bf16_11);
+wg_input!(
+    Bf16,
+    [wgmma_m64n256k16_bf16_00, wgmma_m64n256k16_bf16_01, wgmma_m64n256k16_bf16_10, wgmma_m64n256k16_bf16_11],
+    [wgmma_m64n128k16_bf16_00, wgmma_m64n128k16_bf16_01, wgmma_m64n128k16_bf16_10, wgmma_m64n128k16_bf16_11]
+);

@@ -106,6 +106,7 @@ pub struct SpgemmPlan {
     size: SpgemmSize,
     choice: TileChoice,
     rec_words: u32,
+    group_words: u32,
     records: CudaSlice<u32>,
     work: WorkList,
     device: DeviceWork,
@@ -156,10 +157,27 @@ fn grid(p: &Pattern) -> BlockPattern<'_> {
     BlockPattern { cols: p.ncols / p.block.bk, row_ptr: &p.row_ptr, col_idx: &p.col_idx_host }
 }
 
-/// How the records of one product are laid out: `j_per_tile` column blocks per tile.
+/// How the records of one product are laid out: the tile's columns in `groups` column groups
+/// of `j_per_tile` blocks, each streaming its own list (one group for the portable kernels; the
+/// 128-column groups of the grouped Hopper tiles).
 struct Layout2 {
     j_per_tile: usize,
     dense: bool,
+    groups: usize,
+}
+
+impl Layout2 {
+    fn new(choice: TileChoice, bn: usize, dense: bool) -> Self {
+        let (_, tn) = choice.shape();
+        match choice.family {
+            KernelFamily::Hopper => Layout2 { j_per_tile: (128 / bn).max(1), dense, groups: tn as usize / 128 },
+            KernelFamily::Portable => Layout2 { j_per_tile: (tn as usize / bn).max(1), dense, groups: 1 },
+        }
+    }
+    /// Words of one group of a record.
+    fn group_words(&self) -> usize {
+        1 + self.j_per_tile
+    }
 }
 
 /// The records of every tile, built by [`walk`] (or only counted).
@@ -167,15 +185,16 @@ struct Layout2 {
 struct Records {
     /// `(records, 1 + j_per_tile)` words.
     words: Vec<u32>,
-    /// Per tile, in row order: (block row, N tile (dense C), first C block, one past the last
-    /// (block-sparse C), first record, one past the last).
+    /// Per tile, in row order: (block row, tile index in the row (a dense C's N tile), first C
+    /// block, one past the last (block-sparse C), first record, one past the last).
     tiles: Vec<[u32; 6]>,
     n_records: usize,
     n_tiles: usize,
 }
 
-/// Walks every block row of the product: each output tile's records, in increasing K (A's
-/// column order), counted, or also stored when `store`. `c` is C's pattern for a block-sparse
+/// Walks every block row of the product: the records of each tile of `j_per_tile` column blocks
+/// (a column group, before [`zip_groups`]), in increasing K (A's column order), counted, or also
+/// stored when `store` (the tiles are listed either way). `c` is C's pattern for a block-sparse
 /// C (`None`: dense).
 fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout2, store: bool) -> Result<Records> {
     let jt = l.j_per_tile;
@@ -247,19 +266,64 @@ fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout
             out.n_tiles += 1;
             if store {
                 out.words.extend_from_slice(&tile_recs[t]);
-                let (cb, ce) = if l.dense {
-                    (0, 0)
-                } else {
-                    let lo = c_begin + t * jt;
-                    (lo, (lo + jt).min(c_begin + c_len))
-                };
-                let nt = if l.dense { t } else { 0 };
-                out.tiles.push([i as u32, nt as u32, cb as u32, ce as u32, first as u32, out.n_records as u32]);
             }
+            let (cb, ce) = if l.dense {
+                (0, 0)
+            } else {
+                let lo = c_begin + t * jt;
+                (lo, (lo + jt).min(c_begin + c_len))
+            };
+            out.tiles.push([i as u32, t as u32, cb as u32, ce as u32, first as u32, out.n_records as u32]);
         }
         if out.n_records > u32::MAX as usize - 1 || out.n_tiles > i32::MAX as usize {
             return Err(Error::TooLarge { what: "stage records of the product", value: out.n_records });
         }
+    }
+    Ok(out)
+}
+
+/// Joins the column groups of each tile: `l.groups` consecutive group tiles of one row become
+/// one tile whose record `s` holds each group's record `s`, or `NO_BLOCK` words where that
+/// group's list is shorter (a row's last tile may lack groups: they are all padding). Without
+/// `words` (the counting pass) only the tiles and the count are made.
+fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
+    if l.groups == 1 {
+        return Ok(rec);
+    }
+    let (g, gw) = (l.groups, l.group_words());
+    let mut out = Records::default();
+    let mut at = 0;
+    while at < rec.tiles.len() {
+        let [row, t0, cb, _, _, _] = rec.tiles[at];
+        let tile = t0 as usize / g;
+        let mut end = at;
+        while end < rec.tiles.len() && rec.tiles[end][0] == row && rec.tiles[end][1] as usize / g == tile {
+            end += 1;
+        }
+        let members = &rec.tiles[at..end];
+        let len = members.iter().map(|m| (m[5] - m[4]) as usize).max().unwrap_or(0);
+        let first = out.n_records;
+        if words {
+            for s in 0..len {
+                for k in 0..g {
+                    match members.get(k).filter(|m| s < (m[5] - m[4]) as usize) {
+                        Some(m) => {
+                            let r = m[4] as usize + s;
+                            out.words.extend_from_slice(&rec.words[r * gw..(r + 1) * gw]);
+                        }
+                        None => out.words.extend(std::iter::repeat_n(NO_BLOCK, gw)),
+                    }
+                }
+            }
+        }
+        out.n_records += len;
+        out.n_tiles += 1;
+        if out.n_records > u32::MAX as usize - 1 {
+            return Err(Error::TooLarge { what: "stage records of the product", value: out.n_records });
+        }
+        let ce = members.last().map_or(cb, |m| m[3]);
+        out.tiles.push([row, tile as u32, cb, ce, first as u32, out.n_records as u32]);
+        at = end;
     }
     Ok(out)
 }
@@ -282,7 +346,9 @@ impl Context {
         let fits = |p: &Pattern| p.nnzb() > 0 && p.nnzb().checked_mul(p.block.bm).is_some_and(|r| r < i32::MAX as usize);
         let hopper = wgmma_tile_index(bm as u32)
             .filter(|_| bk.is_multiple_of(WG_K as usize) && bn.is_multiple_of(WG_K as usize) && fits(a) && fits(b));
-        if let Some(tile) = hopper {
+        if let Some(rows) = hopper {
+            // The grouped-A twin of the tile (each 128-column group streams its own list).
+            let tile = blocksparse_abi::WGMMA_GROUPED_TILES[rows];
             let key = KernelKey { op: OpKind::Spgemm, family: KernelFamily::Hopper, input: T::DTYPE, tile, output: T::DTYPE };
             if self.kernels.has(key) {
                 return Ok(TileChoice { family: KernelFamily::Hopper, tile });
@@ -318,8 +384,7 @@ impl Context {
             _ => None,
         };
         let counts = pairs::count(&ga, &gb, mask.as_ref())?;
-        let (_, tn) = choice.shape();
-        let layout = Layout2 { j_per_tile: (tn as usize / b.block().bk).max(1), dense: matches!(out, SpgemmOutput::Dense) };
+        let layout = Layout2::new(choice, b.block().bk, matches!(out, SpgemmOutput::Dense));
         // C's pattern first for a product-pattern C (the records' tiles are runs of its blocks).
         let product = match out {
             SpgemmOutput::Product => Some(pairs::product_pattern(&ga, &gb, counts.c_blocks)?),
@@ -330,8 +395,8 @@ impl Context {
             (SpgemmOutput::Mask(_), _) => mask,
             _ => None,
         };
-        let rec = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
-        let w = 1 + layout.j_per_tile;
+        let rec = zip_groups(walk(&ga, &gb, c_grid.as_ref(), &layout, false)?, &layout, false)?;
+        let w = layout.groups * layout.group_words();
         let c_blocks = match out {
             SpgemmOutput::Dense => a.pattern.block_rows() * gb.cols,
             _ => counts.c_blocks,
@@ -364,7 +429,7 @@ impl Context {
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
         let (_, tn) = choice.shape();
         let bn = b.block().bk;
-        let layout = Layout2 { j_per_tile: (tn as usize / bn).max(1), dense: matches!(out, SpgemmOutput::Dense) };
+        let layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
         let stream = self.stream();
         let c_pattern = match (&out, sym.product) {
             (SpgemmOutput::Mask(m), _) => Some(m.clone()),
@@ -376,7 +441,7 @@ impl Context {
             _ => None,
         };
         let c_grid = c_pattern.as_deref().map(grid);
-        let rec = walk(&ga, &gb, c_grid.as_ref(), &layout, true)?;
+        let rec = zip_groups(walk(&ga, &gb, c_grid.as_ref(), &layout, true)?, &layout, true)?;
         let key = KernelKey { op: OpKind::Spgemm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE };
         let kernel = self.kernels.get(key)?;
         let resident = self.resident_blocks(choice, kernel)?;
@@ -399,7 +464,8 @@ impl Context {
             batch: a.batch,
             size: sym.size,
             choice,
-            rec_words: 1 + layout.j_per_tile as u32,
+            rec_words: (layout.groups * layout.group_words()) as u32,
+            group_words: layout.group_words() as u32,
             records,
             work,
             device,
@@ -556,6 +622,8 @@ impl Context {
             bn_log2: bb.bk.trailing_zeros(),
             to,
             b_rows: to_u32("rows of B's values", b.nnzb() * bb.bm)?,
+            a_rows: to_u32("rows of A's values", a.nnzb() * ab.bm)?,
+            group_words: plan.group_words,
             out,
             blocks,
         };

@@ -99,7 +99,7 @@ fn reference(a: &Grid, b: &Grid, c: Option<&Grid>, jt: usize) -> (Vec<u32>, Vec<
             }
             let (nt, cb, ce) = match c {
                 None => (t as u32, 0, 0),
-                Some(_) => (0, c_begin + (t * jt) as u32, c_begin + (t * jt + cols.len()) as u32),
+                Some(_) => (t as u32, c_begin + (t * jt) as u32, c_begin + (t * jt + cols.len()) as u32),
             };
             tiles.push([i as u32, nt, cb, ce, first, n_records]);
             t += 1;
@@ -132,7 +132,7 @@ fn check_records(a: &Grid, b: &Grid, c: Option<&Grid>, jt: usize, rec: &Records,
         match c {
             None => assert_eq!((nt, cb, ce), (in_row as u32, 0, 0), "{what}: dense tile {ti}"),
             Some(c) => {
-                assert_eq!(nt, 0, "{what}: block-sparse tile {ti}");
+                assert_eq!(nt, in_row as u32, "{what}: block-sparse tile {ti}");
                 let want: Vec<usize> = (cb..ce).map(|x| c.col_idx[x as usize] as usize).collect();
                 assert_eq!(want, cols, "{what}: tile {ti}'s C blocks");
             }
@@ -303,7 +303,7 @@ fn walk_matches_brute_force_for_dense_product_and_masked_c() {
             let cp = c.as_ref().map(Grid::pattern);
             for jt in [1usize, 2, 4, 16] {
                 let what = format!("seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, j_per_tile {jt}");
-                let layout = Layout2 { j_per_tile: jt, dense: c.is_none() };
+                let layout = Layout2 { j_per_tile: jt, dense: c.is_none(), groups: 1 };
                 let rec = walk(&ga, &gb, cp.as_ref(), &layout, true).unwrap();
                 check_records(&a, &b, c.as_ref(), jt, &rec, &what);
                 let (words, tiles) = reference(&a, &b, c.as_ref(), jt);
@@ -312,7 +312,8 @@ fn walk_matches_brute_force_for_dense_product_and_masked_c() {
                 // The counting pass agrees and stores nothing.
                 let counted = walk(&ga, &gb, cp.as_ref(), &layout, false).unwrap();
                 assert_eq!((counted.n_records, counted.n_tiles), (rec.n_records, rec.n_tiles), "{what}: counting pass");
-                assert!(counted.words.is_empty() && counted.tiles.is_empty(), "{what}: counting pass stores nothing");
+                assert!(counted.words.is_empty(), "{what}: counting pass stores no records");
+                assert_eq!(counted.tiles, rec.tiles, "{what}: counting pass lists the tiles");
                 // The pairs in the records are the pair counter's.
                 let pairs_in_records = rec.words.chunks(1 + jt).flat_map(|r| &r[1..]).filter(|&&q| q != NO_BLOCK).count();
                 let counts = pairs::count(&ga, &gb, cp.as_ref()).unwrap();
@@ -325,8 +326,8 @@ fn walk_matches_brute_force_for_dense_product_and_masked_c() {
         // A full mask walks exactly as a dense C (the same tiles of the same columns).
         let full = Grid::new(vec![true; mb * nb], mb, nb);
         for jt in [1usize, 2, 4, 16] {
-            let d = walk(&ga, &gb, None, &Layout2 { j_per_tile: jt, dense: true }, true).unwrap();
-            let f = walk(&ga, &gb, Some(&full.pattern()), &Layout2 { j_per_tile: jt, dense: false }, true).unwrap();
+            let d = walk(&ga, &gb, None, &Layout2 { j_per_tile: jt, dense: true, groups: 1 }, true).unwrap();
+            let f = walk(&ga, &gb, Some(&full.pattern()), &Layout2 { j_per_tile: jt, dense: false, groups: 1 }, true).unwrap();
             assert_eq!(d.words, f.words, "seed {seed} case {case}: full mask vs dense, j_per_tile {jt}");
             let rows = |r: &Records| r.tiles.iter().map(|t| (t[0], t[4], t[5])).collect::<Vec<_>>();
             assert_eq!(rows(&d), rows(&f), "seed {seed} case {case}: full mask vs dense tiles");
@@ -348,7 +349,7 @@ fn walk_handles_empty_rows_and_masked_out_rows() {
     ], 4, 5);
     let n = NO_BLOCK;
     // Dense C, two columns per tile: row 1's tiles (0: j 0-1, 1: j 2-3, 2: j 4).
-    let rec = walk(&a.pattern(), &b.pattern(), None, &Layout2 { j_per_tile: 2, dense: true }, true).unwrap();
+    let rec = walk(&a.pattern(), &b.pattern(), None, &Layout2 { j_per_tile: 2, dense: true, groups: 1 }, true).unwrap();
     assert_eq!(rec.n_tiles, 9, "three tiles in every row, empty ones included");
     assert_eq!(
         rec.tiles,
@@ -376,8 +377,8 @@ fn walk_handles_empty_rows_and_masked_out_rows() {
     // reaches them; the row's pairs at j = 0, 1 are masked out) and j = 4, row 2 holds j = 0
     // (its only A block meets an empty B row).
     let m = Grid::new(vec![false, false, true, false, false, false, false, true, true, true, true, false, false, false, false], 3, 5);
-    let rec = walk(&a.pattern(), &b.pattern(), Some(&m.pattern()), &Layout2 { j_per_tile: 2, dense: false }, true).unwrap();
-    assert_eq!(rec.tiles, vec![[0, 0, 0, 1, 0, 0], [1, 0, 1, 3, 0, 0], [1, 0, 3, 4, 0, 3], [2, 0, 4, 5, 3, 3]]);
+    let rec = walk(&a.pattern(), &b.pattern(), Some(&m.pattern()), &Layout2 { j_per_tile: 2, dense: false, groups: 1 }, true).unwrap();
+    assert_eq!(rec.tiles, vec![[0, 0, 0, 1, 0, 0], [1, 0, 1, 3, 0, 0], [1, 1, 3, 4, 0, 3], [2, 0, 4, 5, 3, 3]]);
     assert_eq!(rec.words, vec![0, 1, n, 1, 3, n, 2, 4, n]);
 }
 
@@ -394,7 +395,7 @@ fn split_tiles_covers_every_tile_once() {
         for (name, c) in c_patterns(&a, &b, &mut rng) {
             let cp = c.as_ref().map(Grid::pattern);
             for jt in [1usize, 2, 4, 16] {
-                let rec = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { j_per_tile: jt, dense: c.is_none() }, true).unwrap();
+                let rec = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { j_per_tile: jt, dense: c.is_none(), groups: 1 }, true).unwrap();
                 for batch in [1u32, 3] {
                     for resident in [1u32, 5, 132, 100_000] {
                         let what = format!(
@@ -420,7 +421,7 @@ fn one_long_row_is_split_and_runs_first() {
     let (mb, kb, nb) = (64usize, 300usize, 1usize);
     let a = Grid::new((0..mb * kb).map(|e| e / kb == 17 || e % kb == e / kb).collect(), mb, kb);
     let b = Grid::new(vec![true; kb * nb], kb, nb);
-    let rec = walk(&a.pattern(), &b.pattern(), None, &Layout2 { j_per_tile: 4, dense: true }, true).unwrap();
+    let rec = walk(&a.pattern(), &b.pattern(), None, &Layout2 { j_per_tile: 4, dense: true, groups: 1 }, true).unwrap();
     assert_eq!(rec.tiles[17][5] - rec.tiles[17][4], 300);
     for batch in [1u32, 3] {
         let wl = split_tiles(&rec.tiles, batch, 132, 1).unwrap();
@@ -434,4 +435,33 @@ fn one_long_row_is_split_and_runs_first() {
     let wl = split_tiles(&rec.tiles, 1, 1, 1).unwrap();
     assert!(wl.groups.is_empty() && wl.n_slots == 0);
     check_split(&rec.tiles, 1, 1, 1, &wl, "long row, one resident block");
+}
+
+/// zip_groups joins `groups` consecutive group tiles of a row: record s holds each group's
+/// record s or NO_BLOCK padding; counts, C-block ranges and tile indices follow.
+#[test]
+fn zip_groups_interleaves_each_groups_list() {
+    let n = NO_BLOCK;
+    // Row 0: group tiles 0 (2 records), 1 (1 record), 2 (0 records); row 1: group tile 0 (1).
+    // Group words: 1 + 1 (one B block per group).
+    let rec = Records {
+        words: vec![10, 20, 11, 21, 12, 22, 13, 23],
+        tiles: vec![[0, 0, 0, 1, 0, 2], [0, 1, 1, 2, 2, 3], [0, 2, 2, 3, 3, 3], [1, 0, 3, 4, 3, 4]],
+        n_records: 4,
+        n_tiles: 4,
+    };
+    let l = Layout2 { j_per_tile: 1, dense: false, groups: 2 };
+    let z = zip_groups(rec, &l, true).unwrap();
+    assert_eq!(z.tiles, vec![[0, 0, 0, 2, 0, 2], [0, 1, 2, 3, 2, 2], [1, 0, 3, 4, 2, 3]]);
+    assert_eq!(z.words, vec![10, 20, 12, 22, 11, 21, n, n, 13, 23, n, n]);
+    assert_eq!((z.n_records, z.n_tiles), (3, 3));
+    // The counting pass agrees.
+    let rec = Records {
+        words: Vec::new(),
+        tiles: vec![[0, 0, 0, 1, 0, 2], [0, 1, 1, 2, 2, 3], [0, 2, 2, 3, 3, 3], [1, 0, 3, 4, 3, 4]],
+        n_records: 4,
+        n_tiles: 4,
+    };
+    let c = zip_groups(rec, &l, false).unwrap();
+    assert_eq!((c.n_records, c.n_tiles, c.tiles), (3, 3, z.tiles));
 }

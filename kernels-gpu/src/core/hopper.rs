@@ -147,7 +147,7 @@ pub unsafe fn load_b_box(maps: &Maps, b_k: bool, slot: Slot, j: u32, n: u32, k: 
 /// of the wgmma descriptors is a function of the address bits).
 #[derive(Clone, Copy)]
 struct Smem {
-    a_ring: u32,  // (stages, tm, WG_K)
+    a_ring: u32,  // (stages, a_groups, tm, WG_K)
     b_ring: u32,  // (stages, tn / 64, 64 × 64)
     c_stage: u32, // (consumers, c_buffers, WG_M, 128 bytes)
     ring: MbarRing,
@@ -218,8 +218,9 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
         // Named barriers 1 + c (0 is the block-wide one).
         stage: CStage { chunks: sm.c_stage + c * t.c_buffers * C_CHUNK_BYTES, barrier: 1 + c, tmap: maps.c },
     };
-    // This warpgroup's operands inside a stage: A box wm, B boxes 4 wn .. 4 wn + 4.
-    let a_off = wm * WG_M * ROW_BYTES;
+    // This warpgroup's operands inside a stage: A box wm (of A slice 2 wn, with grouped A),
+    // B boxes 4 wn .. 4 wn + 4.
+    let a_off = if t.a_groups == 1 { wm * WG_M * ROW_BYTES } else { 2 * wn * t.a_group_bytes() + wm * WG_M * ROW_BYTES };
     let b_off = wn * (WG_N / BOX) * BOX_BYTES;
     // Lag of warpgroup 1 behind warpgroup 0 (`WgmmaTile::skew`): warpgroup 1 starts once
     // warpgroup 0 has multiplied `skew` stages (or all of its stages, if fewer). Both walk the
@@ -277,17 +278,42 @@ impl Mainloop {
             wgmma_fence();
             let slot = self.sm.slot(st.slot);
             let (a, b) = (slot.a + self.a_off, slot.b + self.b_off);
-            let mut kk = 0;
-            while kk < WG_K / 16 {
-                // K-major: rows of 128 bytes along K, next k16 slice 32 bytes on. MN-major:
-                // rows along M (N) in 64-element boxes LBO apart, 8-row K groups SBO apart;
-                // next k16 slice = 16 rows on.
-                let da =
-                    if A_MN { sw128_desc(a + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) } else { sw128_desc(a + kk * 32, 16, ATOM_BYTES) };
-                let db =
-                    if B_K { sw128_desc(b + kk * 32, 16, ATOM_BYTES) } else { sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) };
-                unsafe { I::wgmma::<A_MN, B_K>(acc, da, db) };
-                kk += 1;
+            if self.sm.t.a_groups == 1 {
+                let mut kk = 0;
+                while kk < WG_K / 16 {
+                    // K-major: rows of 128 bytes along K, next k16 slice 32 bytes on. MN-major:
+                    // rows along M (N) in 64-element boxes LBO apart, 8-row K groups SBO apart;
+                    // next k16 slice = 16 rows on.
+                    let da = if A_MN {
+                        sw128_desc(a + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES)
+                    } else {
+                        sw128_desc(a + kk * 32, 16, ATOM_BYTES)
+                    };
+                    let db =
+                        if B_K { sw128_desc(b + kk * 32, 16, ATOM_BYTES) } else { sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) };
+                    unsafe { I::wgmma::<A_MN, B_K>(acc, da, db) };
+                    kk += 1;
+                }
+            } else {
+                // Grouped A (K-major, B MN-major): the consumer's two 128-column groups, each
+                // with its own A slice (`a_group_bytes` apart) and two B boxes, as two m64n128
+                // steps per k16 on the halves of the accumulator fragment. No branch between
+                // them: ptxas serializes wgmma separated by one.
+                let ga = self.sm.t.a_group_bytes();
+                // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
+                let (lo, hi) = unsafe { (&mut *(acc.as_mut_ptr() as *mut [f32; 64]), &mut *(acc.as_mut_ptr().add(64) as *mut [f32; 64])) };
+                let mut kk = 0;
+                while kk < WG_K / 16 {
+                    let da0 = sw128_desc(a + kk * 32, 16, ATOM_BYTES);
+                    let da1 = sw128_desc(a + ga + kk * 32, 16, ATOM_BYTES);
+                    let db0 = sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES);
+                    let db1 = sw128_desc(b + 2 * BOX_BYTES + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES);
+                    unsafe {
+                        I::wgmma_n128::<false, false>(lo, da0, db0);
+                        I::wgmma_n128::<false, false>(hi, da1, db1);
+                    }
+                    kk += 1;
+                }
             }
             wgmma_commit();
             wgmma_wait1(acc);

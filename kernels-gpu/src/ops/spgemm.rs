@@ -15,7 +15,10 @@
 //!     C tile (i, j·bn + jj) = alpha*acc + beta*C (dense: columns < N only; block-sparse: blocks
 //!     c0..c1 only), or acc → the item's partial slot (summed by the fix-up kernel)
 //! ```
-//! The K axis of an item is its records, each `bk` deep, cut into stages.
+//! The K axis of an item is its records, each `bk` deep, cut into stages. On the Hopper kernel
+//! the tile's 128-column groups stream their own lists side by side (`SpgemmParams::records`):
+//! a stage holds one A slice per group, so a group computes only where its own blocks meet A's,
+//! not wherever any block of the tile does.
 
 use blocksparse_abi::{FIXUP_TO_DENSE, MmaTile, NO_BLOCK, NO_SLOT, SpgemmParams, WorkItem};
 
@@ -145,15 +148,25 @@ mod hopper {
     use crate::core::work::ItemCursor;
     use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
 
-    /// One stage: 64 K of one record. `boxes` has bit `j` set where B box `j` (tile columns
-    /// `64 j ..`) holds a block.
+    /// Column groups of a grouped tile at most (`tn / 128`).
+    const MAX_GROUPS: usize = 4;
+
+    /// One stage: 64 K of one record: each column group's A block (`NO_BLOCK`: its list has
+    /// ended), and `boxes`, bit `j` set where B box `j` (tile columns `64 j ..`) holds a block.
     #[derive(Clone, Copy)]
     pub struct Stage {
         batch: u32,
         record: u32,
         kin: u32,
-        a_blk: u32,
+        a_blk: [u32; MAX_GROUPS],
         boxes: u32,
+    }
+
+    /// Record word of B box `j` (tile columns `64 j ..`): in group `j / 2`, block `(64 (j % 2))
+    /// / bn` of it.
+    #[inline(always)]
+    fn box_word(j: u32, gw: u32, bn_log2: u32) -> u32 {
+        (j / 2) * gw + 1 + (((j % 2) * BOX) >> bn_log2)
     }
 
     /// The producer's stream: each item's records in order, `bk / 64` stages each. A record's
@@ -197,18 +210,23 @@ mod hopper {
                 self.kin = 0;
                 self.r += 1;
             }
-            let a_blk = unsafe { record_word(p, r, 0) };
-            // Box j of the tile lies in column block (64 j) / bn; the tile is
-            // `(rec_words - 1) · bn` wide. (bn through `opaque`: the per-box shifts would
-            // otherwise be hoisted out of the stage loop into registers the producer, held to
-            // a few dozen by `setmaxnreg`, cannot spare.)
-            let bn_log2 = opaque(p.bn_log2);
-            let n_boxes = ((p.rec_words - 1) << bn_log2) / BOX;
+            // Through `opaque`: the per-box word offsets would otherwise be hoisted out of the
+            // stage loop into registers the producer, held to a few dozen by `setmaxnreg`,
+            // cannot spare.
+            let (bn_log2, gw) = (opaque(p.bn_log2), opaque(p.group_words));
+            let groups = p.rec_words / gw;
+            let mut a_blk = [NO_BLOCK; MAX_GROUPS];
+            let mut g = 0;
+            while g < MAX_GROUPS {
+                if (g as u32) < groups {
+                    a_blk[g] = unsafe { record_word(p, r, g as u32 * gw) };
+                }
+                g += 1;
+            }
             let mut boxes = 0;
             let mut j = 0;
-            while j < n_boxes {
-                let q = unsafe { record_word(p, r, 1 + ((j * BOX) >> bn_log2)) };
-                if q != NO_BLOCK {
+            while j < 2 * groups {
+                if unsafe { record_word(p, r, box_word(j, gw, bn_log2)) } != NO_BLOCK {
                     boxes |= 1 << j;
                 }
                 j += 1;
@@ -240,21 +258,27 @@ mod hopper {
 
         #[inline(always)]
         unsafe fn issue(&self, p: &SpgemmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
-            // A: the values as an (nnzA · bm, bk) matrix, the K-major box at column kin of the
+            // The tile is grouped (`a_groups` column groups of 128, one A slice each). A: the
+            // values as an (nnzA · bm, bk) matrix, group g's K-major box at column kin of its
             // block's first row. B: the values as an (nnzB · bk, bn) matrix, box j at row
-            // q · bk + kin, column (64 j) mod bn; an absent block's boxes are loaded from row
-            // `b_rows`, past the end of the values: TMA fills them with zeros without reading
-            // memory. (Skipping their wgmma instead puts branches between the wgmma of a
-            // stage, which ptxas then serializes: perf notes v14.)
-            let bn_log2 = opaque(p.bn_log2);
+            // q · bk + kin, column (64 j) mod bn. A group whose list has ended, and an absent
+            // B block, load from row `a_rows` / `b_rows`, past the end of the values: TMA fills
+            // those boxes with zeros without reading memory, and their products add nothing.
+            let (bn_log2, gw) = (opaque(p.bn_log2), opaque(p.group_words));
             unsafe {
-                load_a(maps, t, false, slot, s.kin, s.a_blk << p.bm_log2, s.batch, full);
+                let mut g = 0;
+                while g < t.a_groups {
+                    let blk = s.a_blk[g as usize];
+                    let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
+                    let a_slot = Slot { a: slot.a + g * t.a_group_bytes(), b: slot.b };
+                    load_a(maps, t, false, a_slot, s.kin, row, s.batch, full);
+                    g += 1;
+                }
                 let mut j = 0;
                 while j < t.tn() / BOX {
-                    let col = j * BOX;
-                    let n = col & ((1 << bn_log2) - 1);
+                    let n = (j * BOX) & ((1 << bn_log2) - 1);
                     let row = if (s.boxes >> j) & 1 != 0 {
-                        (record_word(p, s.record, 1 + (col >> bn_log2)) << p.bk_log2) + s.kin
+                        (record_word(p, s.record, box_word(j, gw, bn_log2)) << p.bk_log2) + s.kin
                     } else {
                         p.b_rows
                     };
