@@ -155,7 +155,9 @@ fn check_no_stack(stem: &str, report: &str) -> Res<()> {
     for line in report.lines() {
         if let Some(rest) = line.split("Function properties for ").nth(1) {
             function = rest.trim();
-        } else if line.contains("bytes stack frame") && !line.trim_start().starts_with("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") {
+        } else if line.contains("bytes stack frame")
+            && !line.trim_start().starts_with("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads")
+        {
             bad.push(format!("{function}: {}", line.trim()));
         }
     }

@@ -395,7 +395,8 @@ fn split_tiles_covers_every_tile_once() {
         for (name, c) in c_patterns(&a, &b, &mut rng) {
             let cp = c.as_ref().map(Grid::pattern);
             for jt in [1usize, 2, 4, 16] {
-                let rec = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { j_per_tile: jt, dense: c.is_none(), groups: 1 }, true).unwrap();
+                let rec = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { j_per_tile: jt, dense: c.is_none(), groups: 1 }, true)
+                    .unwrap();
                 for batch in [1u32, 3] {
                     for resident in [1u32, 5, 132, 100_000] {
                         let what = format!(
