@@ -207,8 +207,8 @@ pub const BOX_BYTES: u32 = BOX * BOX * 2;
 
 /// Tile configuration of the Hopper kernels (sm_90a): one producer warpgroup issues TMA loads
 /// into a `stages`-deep ring guarded by full/empty mbarriers; `tm / 64 × wg_n` consumer
-/// warpgroups each run `wgmma m64n256k16` on a `(64, 256)` sub-tile of the `(tm, 256 · wg_n)`
-/// output tile. The grid is persistent: thread block `b` runs the items
+/// warpgroups each run `wgmma m64n256k16` (or, with grouped A, two `m64n128k16`) on a
+/// `(64, 256)` sub-tile of the `(tm, 256 · wg_n)` output tile. The grid is persistent: thread block `b` runs the items
 /// `schedule[b] .. schedule[b + 1]` that the host planner dealt it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WgmmaTile {
@@ -585,7 +585,7 @@ pub struct SpgemmParams {
     pub a_batch_stride: u64,
     /// Elements between the B values of consecutive matrices.
     pub b_batch_stride: u64,
-    /// Words per record: `1 + tn / bn`.
+    /// Words per record: `groups · group_words`.
     pub rec_words: u32,
     /// log2 of bm.
     pub bm_log2: u32,
@@ -601,9 +601,9 @@ pub struct SpgemmParams {
     /// Rows of A's values as one `(nnzA · bm, bk)` matrix (the Hopper kernel's absent A
     /// slices, as `b_rows`).
     pub a_rows: u32,
-    /// Words of one column group of a record: its A block and its `gw_blocks` B blocks
-    /// (`rec_words` for the portable kernels, whose tile is one group; `1 + 128 / bn` for the
-    /// grouped Hopper tiles).
+    /// Words of one column group of a record: its A block and one B block per column block of
+    /// the group (`1 + tn / bn` = `rec_words` for the portable kernels, whose tile is one group;
+    /// `1 + 128 / bn` for the grouped Hopper tiles).
     pub group_words: u32,
     /// A dense C.
     pub out: DenseOut,

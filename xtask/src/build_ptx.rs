@@ -152,14 +152,22 @@ fn build_arch(root: &Path, channel: &str, ptxas: &Path, target_dir: &Path, arch:
 fn check_no_stack(stem: &str, report: &str) -> Res<()> {
     let mut function = "?";
     let mut bad = Vec::new();
+    let (mut entries, mut reported) = (0, 0);
     for line in report.lines() {
-        if let Some(rest) = line.split("Function properties for ").nth(1) {
+        if line.contains("Compiling entry function") {
+            entries += 1;
+        } else if let Some(rest) = line.split("Function properties for ").nth(1) {
             function = rest.trim();
-        } else if line.contains("bytes stack frame")
-            && !line.trim_start().starts_with("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads")
-        {
-            bad.push(format!("{function}: {}", line.trim()));
+        } else if line.contains("bytes stack frame") {
+            reported += 1;
+            if !line.trim_start().starts_with("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") {
+                bad.push(format!("{function}: {}", line.trim()));
+            }
         }
+    }
+    // A report in another format must not pass for a clean one.
+    if entries == 0 || reported < entries {
+        return Err(format!("{stem}: ptxas -v reported {reported} stack frames for {entries} entry functions; cannot check for spills"));
     }
     if bad.is_empty() { Ok(()) } else { Err(format!("{stem}: kernels with a stack frame or spills:\n{}", bad.join("\n"))) }
 }
@@ -326,4 +334,27 @@ fn write_committed(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Res<()> {
         std::fs::write(&path, bytes).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_no_stack;
+
+    const CLEAN: &str = "ptxas info    : Compiling entry function 'k' for 'sm_90a'
+ptxas info    : Function properties for k
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 168 registers
+";
+
+    #[test]
+    fn spills_and_unreadable_reports_fail() {
+        assert!(check_no_stack("m", CLEAN).is_ok());
+        let spill = CLEAN.replace("0 bytes stack frame, 0 bytes spill stores", "32 bytes stack frame, 28 bytes spill stores");
+        assert!(check_no_stack("m", &spill).unwrap_err().contains("k: 32 bytes stack frame"));
+        let frame_only = CLEAN.replace("0 bytes stack frame,", "48 bytes stack frame,");
+        assert!(check_no_stack("m", &frame_only).is_err());
+        assert!(check_no_stack("m", "").is_err(), "an empty report proves nothing");
+        let unreported = CLEAN.lines().filter(|l| !l.contains("stack frame")).collect::<Vec<_>>().join("\n");
+        assert!(check_no_stack("m", &unreported).is_err());
+    }
 }

@@ -12,13 +12,15 @@
 //! C whose pairs are all absent. Blocks outside a caller's pattern are not computed.
 //!
 //! The plan (the symbolic phase, [`Context::plan_spgemm`], once per pair of patterns) lists each
-//! output tile's *stage records* in increasing K: one per A block `p` of the tile's block row
-//! that meets at least one B block under the tile, with the B block met at each of the tile's
-//! column blocks (or none). The kernels stream those records through the op core: A's block and
-//! the B blocks present are loaded, absent ones are skipped (the Hopper kernel skips their
-//! tensor-core work too, 128 columns at a time; the portable one multiplies zeros). Long record
-//! lists are split into pieces summed by the fix-up kernel in a fixed order: the result is
-//! deterministic.
+//! output tile's *stage records*: per column group of the tile (the whole tile on the portable
+//! kernel, each 128 columns on the Hopper kernel), an A block of the tile's block row that meets
+//! at least one B block under the group, with the B block met at each of the group's column
+//! blocks (or none), in increasing K; the groups' lists run side by side, the shorter ones
+//! padded. The kernels stream those records through the op core: A's blocks and the B blocks
+//! present are loaded, absent ones are zeros (`cp.async` zero fill; TMA boxes past the end of
+//! the values) and multiplied as such, so the work is the records', not the pairs' (perf notes
+//! v14). Long record lists are split into pieces summed by the fix-up kernel in a fixed order:
+//! the result is deterministic.
 
 use std::sync::Arc;
 
@@ -77,7 +79,8 @@ pub struct SpgemmSize {
     pub pairs: usize,
     /// Blocks of a block-sparse C (of a dense C: its `(M / bm) · (N / bn)` blocks).
     pub c_blocks: usize,
-    /// Stage records of the plan (each an A block and the B blocks it meets in one tile).
+    /// Stage records of the plan (each one A block per column group of a tile and the B blocks
+    /// it meets there).
     pub records: usize,
     /// Output tiles (work items before splitting), per matrix.
     pub tiles: usize,
@@ -107,6 +110,9 @@ pub struct SpgemmPlan {
     choice: TileChoice,
     rec_words: u32,
     group_words: u32,
+    /// Hopper: the rows of A's and B's values (where the zero boxes start; bounded by the tile
+    /// choice); 0 for the portable kernels, which do not use them.
+    zero_rows: (u32, u32),
     records: CudaSlice<u32>,
     work: WorkList,
     device: DeviceWork,
@@ -170,7 +176,12 @@ impl Layout2 {
     fn new(choice: TileChoice, bn: usize, dense: bool) -> Self {
         let (_, tn) = choice.shape();
         match choice.family {
-            KernelFamily::Hopper => Layout2 { j_per_tile: (128 / bn).max(1), dense, groups: tn as usize / 128 },
+            KernelFamily::Hopper => {
+                // The kernel's column groups: 128 columns each on the grouped tiles (the only
+                // Hopper tiles SpGEMM launches), the whole tile otherwise.
+                let groups = WGMMA_TILES[choice.tile].a_groups as usize;
+                Layout2 { j_per_tile: (tn as usize / groups / bn).max(1), dense, groups }
+            }
             KernelFamily::Portable => Layout2 { j_per_tile: (tn as usize / bn).max(1), dense, groups: 1 },
         }
     }
@@ -183,7 +194,7 @@ impl Layout2 {
 /// The records of every tile, built by [`walk`] (or only counted).
 #[derive(Default)]
 struct Records {
-    /// `(records, 1 + j_per_tile)` words.
+    /// `(records, groups, 1 + j_per_tile)` words (one group before [`zip_groups`]).
     words: Vec<u32>,
     /// Per tile, in row order: (block row, tile index in the row (a dense C's N tile), first C
     /// block, one past the last (block-sparse C), first record, one past the last).
@@ -343,7 +354,8 @@ impl Context {
     fn spgemm_tile<T: InputElement>(&self, a: &Pattern, b: &Pattern) -> Result<TileChoice> {
         let (bm, bk, bn) = (a.block.bm, a.block.bk, b.block.bk);
         // TMA needs a non-empty tensor whose rows fit its signed 32-bit coordinates.
-        let fits = |p: &Pattern| p.nnzb() > 0 && p.nnzb().checked_mul(p.block.bm).is_some_and(|r| r < i32::MAX as usize);
+        // The zero boxes start at the row past the end and span up to 128 rows.
+        let fits = |p: &Pattern| p.nnzb() > 0 && p.nnzb().checked_mul(p.block.bm).is_some_and(|r| r + 128 < i32::MAX as usize);
         let hopper = wgmma_tile_index(bm as u32)
             .filter(|_| bk.is_multiple_of(WG_K as usize) && bn.is_multiple_of(WG_K as usize) && fits(a) && fits(b));
         if let Some(rows) = hopper {
@@ -363,7 +375,7 @@ impl Context {
         self.same_device("A", a.values.ordinal())?;
         self.same_device("B", b.values.ordinal())?;
         expect("rows of B (= columns of A)", a.ncols(), b.nrows())?;
-        expect("block rows of B (= block columns of A)", a.block().bk, b.block().bm)?;
+        expect("block height of B (= block width of A)", a.block().bk, b.block().bm)?;
         expect_batch("B", a.batch, b.batch)?;
         if let SpgemmOutput::Mask(m) = out {
             self.same_device("the mask", m.col_idx.ordinal())?;
@@ -395,8 +407,15 @@ impl Context {
             (SpgemmOutput::Mask(_), _) => mask,
             _ => None,
         };
-        let rec = zip_groups(walk(&ga, &gb, c_grid.as_ref(), &layout, false)?, &layout, false)?;
+        let pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+        // The storing pass holds the groups' records and the zipped ones at once.
+        let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.n_tiles;
+        let rec = zip_groups(pre, &layout, false)?;
         let w = layout.groups * layout.group_words();
+        // The kernels address the records with 32-bit word offsets.
+        if rec.n_records.checked_mul(w).is_none_or(|words| words > u32::MAX as usize) {
+            return Err(Error::TooLarge { what: "stage record words of the product", value: rec.n_records.saturating_mul(w) });
+        }
         let c_blocks = match out {
             SpgemmOutput::Dense => a.pattern.block_rows() * gb.cols,
             _ => counts.c_blocks,
@@ -408,8 +427,10 @@ impl Context {
         let device_bytes = 4 * w * rec.n_records
             + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch
             + product.as_ref().map_or(0, |(_, ci)| 4 * ci.len());
-        let host_bytes =
-            4 * w * rec.n_records + 24 * rec.n_tiles + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch + product_bytes;
+        let host_bytes = pre_bytes
+            + if layout.groups > 1 { 4 * w * rec.n_records + 24 * rec.n_tiles } else { 0 }
+            + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch
+            + product_bytes;
         let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.n_tiles, device_bytes, host_bytes };
         Ok((Symbolic { size, product }, choice))
     }
@@ -466,6 +487,12 @@ impl Context {
             choice,
             rec_words: (layout.groups * layout.group_words()) as u32,
             group_words: layout.group_words() as u32,
+            zero_rows: match choice.family {
+                KernelFamily::Hopper => {
+                    (to_u32("rows of A's values", a.nnzb() * a.block().bm)?, to_u32("rows of B's values", b.nnzb() * bn)?)
+                }
+                KernelFamily::Portable => (0, 0),
+            },
             records,
             work,
             device,
@@ -499,6 +526,7 @@ impl Context {
         if plan.c_pattern.is_some() {
             return Err(Error::PlanMismatch("the plan was made for a block-sparse C (use spgemm_bsr)".into()));
         }
+        check_scalars(alpha, beta)?;
         let mut c = c.into();
         self.spgemm_check_operands(plan, a, b)?;
         self.same_device("C", c.buf.ordinal())?;
@@ -529,7 +557,7 @@ impl Context {
         } else {
             [0; 16]
         };
-        self.run_spgemm::<T, O>(plan, alpha, a, b, beta, FIXUP_TO_DENSE, out, BlockOut::default(), tmap_c)
+        self.run_spgemm::<T, O>(plan, a, b, FIXUP_TO_DENSE, out, BlockOut::default(), tmap_c)
     }
 
     /// `C = alpha · A · B + beta · C` into a block-sparse C with the plan's pattern (from
@@ -548,6 +576,7 @@ impl Context {
         let Some(c_pattern) = &plan.c_pattern else {
             return Err(Error::PlanMismatch("the plan was made for a dense C (use spgemm)".into()));
         };
+        check_scalars(alpha, beta)?;
         if !Arc::ptr_eq(c_pattern, &c.pattern) {
             return Err(Error::PlanMismatch("C's pattern is not the plan's output pattern".into()));
         }
@@ -565,7 +594,7 @@ impl Context {
             alpha,
             beta,
         };
-        self.run_spgemm::<T, O>(plan, alpha, a, b, beta, FIXUP_TO_BLOCKS, DenseOut::default(), blocks, [0; 16])
+        self.run_spgemm::<T, O>(plan, a, b, FIXUP_TO_BLOCKS, DenseOut::default(), blocks, [0; 16])
     }
 
     fn spgemm_check_operands<T>(&self, plan: &SpgemmPlan, a: &DeviceBsr<T>, b: &DeviceBsr<T>) -> Result<()> {
@@ -586,16 +615,13 @@ impl Context {
     fn run_spgemm<T: InputElement, O: Element>(
         &self,
         plan: &SpgemmPlan,
-        alpha: f32,
         a: &DeviceBsr<T>,
         b: &DeviceBsr<T>,
-        beta: f32,
         to: u32,
         out: DenseOut,
         blocks: BlockOut,
         tmap_c: [u64; 16],
     ) -> Result<()> {
-        check_scalars(alpha, beta)?;
         if plan.work.items.is_empty() {
             return Ok(()); // no output blocks
         }
@@ -621,8 +647,8 @@ impl Context {
             bk_log2: ab.bk.trailing_zeros(),
             bn_log2: bb.bk.trailing_zeros(),
             to,
-            b_rows: to_u32("rows of B's values", b.nnzb() * bb.bm)?,
-            a_rows: to_u32("rows of A's values", a.nnzb() * ab.bm)?,
+            b_rows: plan.zero_rows.1,
+            a_rows: plan.zero_rows.0,
             group_words: plan.group_words,
             out,
             blocks,
@@ -631,8 +657,9 @@ impl Context {
             KernelFamily::Portable => {
                 // SAFETY: the parameter block is the kernel's; A's and B's values and C are live
                 // allocations of the checked shapes, guarded until the launches are queued; the
-                // plan's records index only blocks of A's and B's patterns, its items only C's
-                // tiles (or blocks) and its partial slots.
+                // plan's records index only blocks of A's and B's patterns (fewer than 2³² words
+                // of records, checked by the planner), its items only C's tiles (or blocks) and
+                // its partial slots.
                 unsafe { launch(stream, kernel, plan.device.grid, params) }?;
             }
             KernelFamily::Hopper => {
@@ -648,7 +675,10 @@ impl Context {
                 let tmap_b =
                     tensor_map::<T>(b_values, [bb.bk as u64, b_rows, batch], [bb.bk as u64 * e, b_stride as u64 * e], [WG_K, WG_K])?;
                 let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
-                // SAFETY: as above; the tensor maps describe exactly A's and B's values and C.
+                // SAFETY: as above; the tensor maps describe exactly A's and B's values and C;
+                // every box the kernel loads either starts inside them or lies wholly past the
+                // end (rows `a_rows` / `b_rows`, with 128 rows of margin below i32::MAX), which
+                // TMA fills with zeros without reading memory.
                 unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
             }
         }
@@ -672,7 +702,8 @@ fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record:
     let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;
     let fair = total.div_ceil(resident.max(1) as u64);
     let min_piece = 8u64.div_ceil(stages_per_record.max(1) as u64);
-    let limit = (2 * fair).max(min_piece).min(u32::MAX as u64) as u32;
+    // At most 2²⁴ records per item: an item's K (records · bk ≤ 2³¹) stays in the kernels' u32.
+    let limit = (2 * fair).max(min_piece).min(1 << 24) as u32;
     let mut items = Vec::new();
     items.try_reserve_exact(tiles.len() * batch as usize).map_err(|_| Error::Allocation { what: "work items", elements: tiles.len() })?;
     let mut groups = Vec::new();

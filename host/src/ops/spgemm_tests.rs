@@ -466,3 +466,18 @@ fn zip_groups_interleaves_each_groups_list() {
     let c = zip_groups(rec, &l, false).unwrap();
     assert_eq!((c.n_records, c.n_tiles, c.tiles), (3, 3, z.tiles));
 }
+
+/// The Hopper record layout follows the grouped tiles the kernels run: one group per 128
+/// columns, `128 / bn` blocks each, covering the tile.
+#[test]
+fn hopper_layout_follows_the_grouped_tiles() {
+    for &tile in blocksparse_abi::WGMMA_GROUPED_TILES.iter() {
+        let t = WGMMA_TILES[tile];
+        for bn in [64usize, 128] {
+            let l = Layout2::new(TileChoice { family: KernelFamily::Hopper, tile }, bn, true);
+            assert_eq!(l.groups as u32, t.a_groups, "tile {tile}");
+            assert_eq!(l.j_per_tile * bn, 128, "tile {tile}, bn {bn}");
+            assert_eq!(l.groups * l.j_per_tile * bn, t.tn() as usize, "tile {tile}, bn {bn}");
+        }
+    }
+}

@@ -57,7 +57,7 @@ pub struct Maps {
 /// Shared addresses of one ring slot's A and B tiles.
 #[derive(Clone, Copy)]
 pub struct Slot {
-    /// `(tm, 64)` A.
+    /// `a_groups` A slices of `(tm, 64)`, `a_group_bytes` apart.
     pub a: u32,
     /// `(64, tn)` B, in `tn / 64` boxes.
     pub b: u32,
@@ -289,8 +289,11 @@ impl Mainloop {
                     } else {
                         sw128_desc(a + kk * 32, 16, ATOM_BYTES)
                     };
-                    let db =
-                        if B_K { sw128_desc(b + kk * 32, 16, ATOM_BYTES) } else { sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES) };
+                    let db = if B_K {
+                        sw128_desc(b + kk * 32, 16, ATOM_BYTES)
+                    } else {
+                        sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES)
+                    };
                     unsafe { I::wgmma::<A_MN, B_K>(acc, da, db) };
                     kk += 1;
                 }
@@ -299,6 +302,10 @@ impl Mainloop {
                 // with its own A slice (`a_group_bytes` apart) and two B boxes, as two m64n128
                 // steps per k16 on the halves of the accumulator fragment. No branch between
                 // them: ptxas serializes wgmma separated by one.
+                // (Grouped tiles serve SpGEMM only, whose operands are K-major A and MN-major B.)
+                if A_MN || B_K {
+                    crate::ptx::trap();
+                }
                 let ga = self.sm.t.a_group_bytes();
                 // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
                 let (lo, hi) = unsafe { (&mut *(acc.as_mut_ptr() as *mut [f32; 64]), &mut *(acc.as_mut_ptr().add(64) as *mut [f32; 64])) };

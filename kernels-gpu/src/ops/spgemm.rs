@@ -8,10 +8,12 @@
 //! `j`, the B block `q_j` it meets or `NO_BLOCK`):
 //! ```text
 //! for i in 0..bm, j in 0..J, jj in 0..bn:
+//!     g = the column group of j (the whole tile on the portable kernel, j's 128 columns on
+//!         the Hopper kernel), p_g(s) its A block in record s (NO_BLOCK where g's list ended)
 //!     acc = 0
-//!     for s in r0..r1 (increasing K), kk in 0..bk:
-//!         if q_j(s) != NO_BLOCK:
-//!             acc += A[b].block(p(s))[i][kk] * B[b].block(q_j(s))[kk][jj]
+//!     for s in r0..r1 (each group's entries in increasing K), kk in 0..bk:
+//!         if p_g(s) != NO_BLOCK and q_j(s) != NO_BLOCK:
+//!             acc += A[b].block(p_g(s))[i][kk] * B[b].block(q_j(s))[kk][jj]
 //!     C tile (i, j·bn + jj) = alpha*acc + beta*C (dense: columns < N only; block-sparse: blocks
 //!     c0..c1 only), or acc → the item's partial slot (summed by the fix-up kernel)
 //! ```
@@ -31,7 +33,8 @@ use crate::ptx::{ld_global_nc_u32, opaque, prefetch_l2};
 /// The SpGEMM op.
 pub struct Spgemm;
 
-/// Word `w` of stage record `r`.
+/// Word `w` of stage record `r` (32-bit offsets: the planner keeps the records below 2³²
+/// words).
 #[inline(always)]
 unsafe fn record_word(p: &SpgemmParams, r: u32, w: u32) -> u32 {
     unsafe { ld_global_nc_u32((p.records as *const u32).wrapping_add((r * p.rec_words + w) as usize)) }
