@@ -489,7 +489,7 @@ impl Context {
             group_words: layout.group_words() as u32,
             zero_rows: match choice.family {
                 KernelFamily::Hopper => {
-                    (to_u32("rows of A's values", a.nnzb() * a.block().bm)?, to_u32("rows of B's values", b.nnzb() * bn)?)
+                    (to_u32("rows of A's values", a.nnzb() * a.block().bm)?, to_u32("rows of B's values", b.nnzb() * b.block().bm)?)
                 }
                 KernelFamily::Portable => (0, 0),
             },
