@@ -281,13 +281,6 @@ pub fn movmatrix_trans(v: u32) -> u32 {
     r
 }
 
-/// Asks L2 to fetch the 128-byte line holding global address `addr` (a hint: no data, no
-/// fault).
-#[inline(always)]
-pub unsafe fn prefetch_l2(addr: u64) {
-    unsafe { asm!("prefetch.global.L2 [{0}];", in(reg64) addr, options(nostack)) };
-}
-
 /// `v`, hidden from the optimiser: not pure, so it is evaluated where it is written. Epilogues
 /// pass their strides through it once per item, so that the many address products they derive
 /// are not hoisted out of the item loop into registers that stay live across the main loop.

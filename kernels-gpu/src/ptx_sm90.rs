@@ -148,3 +148,10 @@ pub fn named_barrier_arrive(id: u32, threads: u32) {
     // SAFETY: the matching `bar.sync` side counts these threads in `threads`.
     unsafe { asm!("bar.arrive {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
 }
+
+/// Asks L2 to fetch the 128-byte line holding global address `addr` (a hint: no data, no
+/// fault).
+#[inline(always)]
+pub unsafe fn prefetch_l2(addr: u64) {
+    unsafe { asm!("prefetch.global.L2 [{0}];", in(reg64) addr, options(nostack)) };
+}

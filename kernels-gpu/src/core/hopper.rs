@@ -23,9 +23,9 @@
 //! the two warpgroups reach their epilogues at different times and one keeps the tensor cores
 //! busy while the other stores.
 
-use blocksparse_abi::{BOX, BOX_BYTES, C_CHUNK_BYTES, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
+use blocksparse_abi::{BOX, BOX_BYTES, C_CHUNK_BYTES, DenseOut, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
 
-use crate::core::epilogue::CStage;
+use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_partial_strip, store_strip};
 use crate::core::ring::{MbarRing, PipelineState};
 use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
@@ -91,6 +91,46 @@ pub struct Consumer {
     pub t: WgmmaTile,
     /// This warpgroup's C staging chunks (tiles with `c_buffers > 0`).
     pub stage: CStage,
+}
+
+impl Consumer {
+    /// The m64n256 fragment `acc` as `(4,)` f32 groups, `j` = n8 group.
+    #[inline(always)]
+    fn frag(acc: &[f32; 128]) -> impl Fn(usize) -> [f32; 4] + '_ {
+        |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]]
+    }
+
+    /// Writes the warpgroup's accumulators into dense C `out` at output tile `(tile_row,
+    /// n_tile)` of matrix `batch`: through the TMA-store staging chunks where the tile has them
+    /// and C is row-major, else straight from the registers.
+    #[inline(always)]
+    pub unsafe fn store_dense<O: Output>(&self, out: &DenseOut, item: &WorkItem, acc: &[f32; 128]) {
+        let t = self.t;
+        let (row0, col0) = (item.tile_row * t.tm + self.wm * WG_M, item.n_tile * t.tn() + self.wn * WG_N);
+        let d = DenseDest::tile::<O>(out, item.batch, row0, col0);
+        if t.c_buffers > 0 && out.col_major == 0 {
+            unsafe { self.stage.store::<O, _, 128>(&d, acc, col0, row0, item.batch, self.lt) };
+        } else {
+            unsafe { store_strip::<O, _, 32>(&d, 16 * (self.lt / 32), 0, self.lt % 32, Self::frag(acc)) };
+        }
+    }
+
+    /// Writes the warpgroup's accumulators into block-sparse C through `d` (whose rows start at
+    /// this warpgroup's first row).
+    #[inline(always)]
+    pub unsafe fn store_blocks<O: Output>(&self, d: &BlockDest, acc: &[f32; 128]) {
+        unsafe { store_strip::<O, _, 32>(d, 16 * (self.lt / 32), self.wn * WG_N, self.lt % 32, Self::frag(acc)) };
+    }
+
+    /// Writes the warpgroup's accumulators, unscaled, into the item's f32 partial tile.
+    #[inline(always)]
+    pub unsafe fn store_partial(&self, work: &WorkParams, slot: u32, acc: &[f32; 128]) {
+        let t = self.t;
+        let tile = partial_tile(work, slot, t.tm * t.tn());
+        unsafe {
+            store_partial_strip::<32>(tile, t.tn(), self.wm * WG_M + 16 * (self.lt / 32), self.wn * WG_N, self.lt % 32, Self::frag(acc))
+        };
+    }
 }
 
 /// An op of the Hopper kernel family.

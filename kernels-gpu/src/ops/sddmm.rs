@@ -127,10 +127,9 @@ impl PortableOp for Sddmm {
 #[cfg(target_feature = "sm_90a")]
 mod hopper {
     use super::*;
-    use crate::core::epilogue::{store_partial_strip, store_strip};
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
-    use blocksparse_abi::{BOX, WG_M, WG_N, WgmmaTile, WorkParams, flags};
+    use blocksparse_abi::{BOX, WG_M, WgmmaTile, WorkParams, flags};
 
     /// B boxes of one stage at most (`tn / 64`).
     const MAX_BOXES: usize = 8;
@@ -221,14 +220,12 @@ mod hopper {
 
         #[inline(always)]
         unsafe fn store<O: Output>(p: &SddmmParams, item: &WorkItem, acc: &[f32; 128], c: &Consumer) {
-            let (w, l) = (c.lt / 32, c.lt % 32);
-            let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
-            if item.partial_slot == NO_SLOT {
-                let d = dest::<O>(p, item, c.wm * WG_M);
-                unsafe { store_strip::<O, _, 32>(&d, 16 * w, c.wn * WG_N, l, frag) };
-            } else {
-                let tile = partial_tile(&p.work, item.partial_slot, c.t.tm * c.t.tn());
-                unsafe { store_partial_strip::<32>(tile, c.t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
+            unsafe {
+                if item.partial_slot == NO_SLOT {
+                    c.store_blocks::<O>(&dest::<O>(p, item, c.wm * WG_M), acc);
+                } else {
+                    c.store_partial(&p.work, item.partial_slot, acc);
+                }
             }
         }
     }

@@ -28,7 +28,7 @@ use crate::core::epilogue::{BlockDest, DenseDest, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
-use crate::ptx::{ld_global_nc_u32, opaque, prefetch_l2};
+use crate::ptx::ld_global_nc_u32;
 
 /// The SpGEMM op.
 pub struct Spgemm;
@@ -149,6 +149,8 @@ mod hopper {
     use crate::core::epilogue::{store_partial_strip, store_strip};
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
+    use crate::ptx::opaque;
+    use crate::ptx_sm90::prefetch_l2;
     use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
 
     /// Column groups of a grouped tile at most (`tn / 128`).

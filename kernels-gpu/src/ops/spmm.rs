@@ -162,10 +162,9 @@ impl PortableOp for Spmm {
 #[cfg(target_feature = "sm_90a")]
 mod hopper {
     use super::*;
-    use crate::core::epilogue::{store_partial_strip, store_strip};
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
-    use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
+    use blocksparse_abi::{BOX, WG_K, WgmmaTile, WorkParams};
 
     /// The producer's stream of K stages over this block's items. Global reads are issued one
     /// step ahead of their use, so their latency hides behind the barrier wait and TMA issue of
@@ -275,20 +274,12 @@ mod hopper {
 
         #[inline(always)]
         unsafe fn store<O: Output>(p: &SpmmParams, item: &WorkItem, acc: &[f32; 128], c: &Consumer) {
-            let t = c.t;
-            let (w, l) = (c.lt / 32, c.lt % 32);
-            let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
-            let (row0, col0) = (item.tile_row * t.tm + c.wm * WG_M, item.n_tile * t.tn() + c.wn * WG_N);
-            if item.partial_slot == NO_SLOT {
-                let d = DenseDest::tile::<O>(&p.out, item.batch, row0, col0);
-                if t.c_buffers > 0 && p.out.col_major == 0 {
-                    unsafe { c.stage.store::<O, _, 128>(&d, acc, col0, row0, item.batch, c.lt) };
+            unsafe {
+                if item.partial_slot == NO_SLOT {
+                    c.store_dense::<O>(&p.out, item, acc);
                 } else {
-                    unsafe { store_strip::<O, _, 32>(&d, 16 * w, 0, l, frag) };
+                    c.store_partial(&p.work, item.partial_slot, acc);
                 }
-            } else {
-                let tile = partial_tile(&p.work, item.partial_slot, t.tm * t.tn());
-                unsafe { store_partial_strip::<32>(tile, t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
             }
         }
     }
