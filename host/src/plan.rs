@@ -22,12 +22,16 @@
 //!
 //! [`schedule_persistent`] deals the items of either kind to a persistent grid.
 
-use blocksparse_abi::{MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WORK_ITEM_WORDS, WorkItem, WorkParams, fixup_parts};
+use blocksparse_abi::{
+    BlockOut, DenseOut, FixupParams, MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WORK_ITEM_WORDS, WorkItem, WorkParams, fixup_parts,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
 
 use crate::error::{Error, Result};
+use crate::kernels::Kernel;
+use crate::launch::launch;
 
 /// The host-side plan: what the kernels stream through.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,17 +166,22 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
         }
     }
 
-    // Longest-first for the items far above the mean; the stable sort keeps the grouped order
-    // among the rest.
-    let nonempty = items.iter().filter(|i| i.blk_end > i.blk_begin).count().max(1) as u64;
-    let mean = items.iter().map(|i| (i.blk_end - i.blk_begin) as u64).sum::<u64>() / nonempty;
-    let heavy = (2 * mean).max(1);
-    items.sort_by_key(|i| {
-        let len = (i.blk_end - i.blk_begin) as u64;
-        if len >= heavy { u64::MAX - len } else { u64::MAX }
-    });
+    heavy_first(&mut items, |i| (i.blk_end - i.blk_begin) as u64);
     let max_item_blocks = items.iter().map(|i| i.blk_end - i.blk_begin).max().unwrap_or(0);
     Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
+}
+
+/// Moves the items whose length is at least twice the mean over the non-empty ones to the
+/// front, longest first (a few long items start early instead of finishing last); the stable
+/// sort keeps the planned order among the rest.
+pub(crate) fn heavy_first(items: &mut [WorkItem], len: impl Fn(&WorkItem) -> u64) {
+    let nonempty = items.iter().filter(|i| len(i) > 0).count().max(1) as u64;
+    let mean = items.iter().map(&len).sum::<u64>() / nonempty;
+    let heavy = (2 * mean).max(1);
+    items.sort_by_key(|i| {
+        let l = len(i);
+        if l >= heavy { u64::MAX - l } else { u64::MAX }
+    });
 }
 
 /// Plans SDDMM: for each matrix and block row, its blocks in runs of at most `per_item`, row
@@ -485,6 +494,31 @@ impl DeviceWork {
             p
         });
         (WorkParams { items, schedule, partials }, WorkGuards { _guards: guards })
+    }
+
+    /// Queues the split-K fix-up after a product's main launch on `stream` (nothing without
+    /// split tiles): `fixup` sums each group's partial tiles of a `(tm, tn)` tile in slot order
+    /// into C, dense (`out`) or block-sparse (`blocks`) as `to` says.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_fixup(
+        &self,
+        stream: &CudaStream,
+        fixup: Option<&Kernel>,
+        partials: u64,
+        (tm, tn): (u32, u32),
+        to: u32,
+        out: DenseOut,
+        blocks: BlockOut,
+    ) -> Result<()> {
+        if let (Some((groups, _guard)), Some(fixup)) = (self.groups(stream), fixup) {
+            let fix = FixupParams { partials, groups, tm, tn, to, _pad: 0, out, blocks };
+            // SAFETY: the fix-up's own parameter block; it reads this plan's partial tiles,
+            // written by the main kernel queued before it on the same stream, and its groups
+            // (guarded until the launch is queued), and writes the split tiles of C, which the
+            // caller holds a write guard on.
+            unsafe { launch(stream, fixup, self.fixup_grid, fix) }?;
+        }
+        Ok(())
     }
 
     /// The split groups' device address (0 without split items), and its guard.

@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BlockOut, DenseOut, FIXUP_TO_BLOCKS, FixupParams, HopperParams, KernelFamily, OpKind, SddmmParams, WG_K, WGMMA_TILES, flags,
-    mma_tile_index, wgmma_tile_index,
+    BlockOut, DenseOut, FIXUP_TO_BLOCKS, HopperParams, KernelFamily, OpKind, SddmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index,
+    wgmma_tile_index,
 };
 
 use super::spmm::dense_map;
@@ -195,14 +195,7 @@ impl Context {
                 unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
             }
         }
-        if let (Some((groups, _gg)), Some(fixup)) = (plan.device.groups(stream), fixup) {
-            let (tm, tn) = choice.shape();
-            let fix =
-                FixupParams { partials: work.partials, groups, tm, tn, to: FIXUP_TO_BLOCKS, _pad: 0, out: DenseOut::default(), blocks };
-            // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote (same
-            // stream, so after it) and writes the split runs of C's blocks.
-            unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
-        }
+        plan.device.launch_fixup(stream, fixup, work.partials, choice.shape(), FIXUP_TO_BLOCKS, DenseOut::default(), blocks)?;
         workspace.release()
     }
 }

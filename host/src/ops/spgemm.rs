@@ -25,8 +25,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, FixupParams, HopperParams, KernelFamily, NO_BLOCK, NO_SLOT, OpKind, SpgemmParams,
-    SplitGroup, WG_K, WGMMA_TILES, WorkItem, mma_tile_index, wgmma_tile_index,
+    BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, HopperParams, KernelFamily, NO_BLOCK, NO_SLOT, OpKind, SpgemmParams, SplitGroup,
+    WG_K, WGMMA_TILES, WorkItem, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -37,10 +37,10 @@ use crate::device_bsr::{DeviceBsr, Pattern};
 use crate::element::{Element, InputElement};
 use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
-use crate::launch::{Params, launch, tensor_map};
+use crate::launch::{Params, launch};
 use crate::matrix::{Layout, MatMut};
 use crate::pairs::{self, BlockPattern};
-use crate::plan::{DeviceWork, WorkList, schedule_persistent};
+use crate::plan::{DeviceWork, WorkList, heavy_first, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -664,16 +664,10 @@ impl Context {
             }
             KernelFamily::Hopper => {
                 let t = WGMMA_TILES[choice.tile];
-                let e = core::mem::size_of::<T>() as u64;
-                let batch = plan.batch as u64;
                 // A: the values as an (nnzA · bm, bk) matrix per batch entry, K-major boxes
                 // (64 K, tm); B: the values as an (nnzB · bk, bn) matrix, MN-major boxes (64, 64).
-                let a_rows = (a.nnzb() * ab.bm) as u64;
-                let b_rows = (b.nnzb() * bb.bm) as u64;
-                let tmap_a =
-                    tensor_map::<T>(a_values, [ab.bk as u64, a_rows, batch], [ab.bk as u64 * e, a_stride as u64 * e], [WG_K, t.tm])?;
-                let tmap_b =
-                    tensor_map::<T>(b_values, [bb.bk as u64, b_rows, batch], [bb.bk as u64 * e, b_stride as u64 * e], [WG_K, WG_K])?;
+                let tmap_a = a.values_map(a_values, [WG_K, t.tm])?;
+                let tmap_b = b.values_map(b_values, [WG_K, WG_K])?;
                 let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
                 // SAFETY: as above; the tensor maps describe exactly A's and B's values and C;
                 // every box the kernel loads either starts inside them or lies wholly past the
@@ -682,13 +676,7 @@ impl Context {
                 unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
             }
         }
-        if let (Some((groups, _gg)), Some(fixup)) = (plan.device.groups(stream), fixup) {
-            let (tm, tn) = choice.shape();
-            let fix = FixupParams { partials: work.partials, groups, tm, tn, to, _pad: 0, out, blocks };
-            // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote (same
-            // stream, so after it) and writes the split tiles of C.
-            unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
-        }
+        plan.device.launch_fixup(stream, fixup, work.partials, choice.shape(), to, out, blocks)?;
         workspace.release()
     }
 }
@@ -730,13 +718,7 @@ fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record:
     if items.len() > i32::MAX as usize {
         return Err(Error::TooLarge { what: "work items", value: items.len() });
     }
-    let nonempty = items.iter().filter(|i| i.k_end > i.k_begin).count().max(1) as u64;
-    let mean = items.iter().map(|i| (i.k_end - i.k_begin) as u64).sum::<u64>() / nonempty;
-    let heavy = (2 * mean).max(1);
-    items.sort_by_key(|i| {
-        let len = (i.k_end - i.k_begin) as u64;
-        if len >= heavy { u64::MAX - len } else { u64::MAX }
-    });
+    heavy_first(&mut items, |i| (i.k_end - i.k_begin) as u64);
     let max_item_blocks = items.iter().map(|i| i.k_end - i.k_begin).max().unwrap_or(0);
     Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
 }

@@ -19,8 +19,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BlockOut, DenseOut, FIXUP_TO_DENSE, FixupParams, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags,
-    mma_tile_index, wgmma_tile_index,
+    BlockOut, DenseOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index,
+    wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -382,13 +382,9 @@ impl Context {
             }
             KernelFamily::Hopper => {
                 let t = WGMMA_TILES[choice.tile];
-                let e = core::mem::size_of::<T>() as u64;
-                let batch = plan.batch as u64;
                 // A: the values as a (nnzb · bm, bk) matrix per batch entry.
-                let a_rows = (pat.nnzb() * block.bm) as u64;
                 let a_box = if plan.kernel_op == Transpose::No { [WG_K, t.tm] } else { [WG_K, WG_K] };
-                let tmap_a =
-                    tensor_map::<T>(a_values, [block.bk as u64, a_rows, batch], [block.bk as u64 * e, a_stride as u64 * e], a_box)?;
+                let tmap_a = a.values_map(a_values, a_box)?;
                 let tmap_b = dense_map::<T>(b_ptr, &bs, [WG_K, WG_K])?;
                 let tmap_c = if t.c_buffers > 0 && cs.layout == Layout::RowMajor {
                     let ce = core::mem::size_of::<O>() as u32;
@@ -402,14 +398,7 @@ impl Context {
                 unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
             }
         }
-        if let (Some((groups, _gg)), Some(fixup)) = (plan.device.groups(stream), fixup) {
-            let (tm, tn) = choice.shape();
-            let fix =
-                FixupParams { partials: work.partials, groups, tm, tn, to: FIXUP_TO_DENSE, _pad: 0, out, blocks: BlockOut::default() };
-            // SAFETY: as above; the fix-up reads the partial tiles the main kernel wrote and
-            // writes the split tiles of C.
-            unsafe { launch(stream, fixup, plan.device.fixup_grid, fix) }?;
-        }
+        plan.device.launch_fixup(stream, fixup, work.partials, choice.shape(), FIXUP_TO_DENSE, out, BlockOut::default())?;
         workspace.release()
     }
 }
