@@ -226,13 +226,13 @@ pub(crate) fn plan(a: &BlockPattern, b: &BlockPattern, mask: Option<&BlockPatter
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
-    /// CSR of a row-major boolean grid.
-    fn csr(mask: &[bool], cols: usize) -> (Vec<u32>, Vec<u32>) {
+    /// CSR of a row-major boolean grid (the SpGEMM planner's tests use it too).
+    pub(crate) fn csr(mask: &[bool], cols: usize) -> (Vec<u32>, Vec<u32>) {
         let mut rp = vec![0u32];
         let mut ci = Vec::new();
         for row in mask.chunks(cols.max(1)) {

@@ -11,12 +11,13 @@ pub mod sddmm;
 pub mod spgemm;
 pub mod spmm;
 
-use blocksparse_abi::{KernelFamily, MMA_TILES, OpKind, WGMMA_TILES};
+use blocksparse_abi::{DenseOut, KernelFamily, MMA_TILES, OpKind, WG_M, WGMMA_TILES, WgmmaTile, flags};
 
 use crate::context::Context;
 use crate::element::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::{Kernel, KernelKey};
+use crate::matrix::{Layout, MatShape};
 
 /// Whether a sparse operand enters a product as it is or transposed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -71,6 +72,32 @@ impl TileChoice {
             KernelFamily::Portable => MMA_TILES[self.tile].ks,
             KernelFamily::Hopper => blocksparse_abi::WG_K,
         }
+    }
+}
+
+/// The kernels' view of a dense C at device address `c` with (checked) shape `cs`, scaled as
+/// `alpha · acc + beta · C`.
+fn dense_out(c: u64, cs: &MatShape, alpha: f32, beta: f32) -> Result<DenseOut> {
+    Ok(DenseOut {
+        c,
+        batch_stride: cs.batch_stride as u64,
+        ld: to_u32("ldc", cs.ld)?,
+        rows: to_u32("M", cs.rows)?,
+        cols: to_u32("N", cs.cols)?,
+        col_major: if cs.layout == Layout::ColMajor { flags::C_COL_MAJOR } else { 0 },
+        alpha,
+        beta,
+    })
+}
+
+/// The TMA map a Hopper tile stores a dense C through: its `(WG_M, 128 bytes)` staging chunks,
+/// for tiles that have them and a row-major C; zeros (unused) otherwise.
+fn c_store_map<O: Element>(c: u64, cs: &MatShape, tile: WgmmaTile) -> Result<[u64; 16]> {
+    if tile.c_buffers > 0 && cs.layout == Layout::RowMajor {
+        let ce = core::mem::size_of::<O>() as u32;
+        spmm::dense_map::<O>(c, cs, [128 / ce, WG_M])
+    } else {
+        Ok([0; 16])
     }
 }
 

@@ -30,7 +30,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::{TileChoice, check_scalars, expect, expect_batch, to_u32};
+use super::{TileChoice, c_store_map, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::bsr::BlockShape;
 use crate::context::Context;
 use crate::device_bsr::{DeviceBsr, Pattern};
@@ -38,7 +38,7 @@ use crate::element::{Element, InputElement};
 use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch};
-use crate::matrix::{Layout, MatMut};
+use crate::matrix::MatMut;
 use crate::pairs::{self, BlockPattern};
 use crate::plan::{DeviceWork, WorkList, heavy_first, schedule_persistent};
 
@@ -200,7 +200,6 @@ struct Records {
     /// block, one past the last (block-sparse C), first record, one past the last).
     tiles: Vec<[u32; 6]>,
     n_records: usize,
-    n_tiles: usize,
 }
 
 /// Walks every block row of the product: the records of each tile of `j_per_tile` column blocks
@@ -274,7 +273,6 @@ fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout
         for t in 0..n_tiles {
             let first = out.n_records;
             out.n_records += count_recs[t];
-            out.n_tiles += 1;
             if store {
                 out.words.extend_from_slice(&tile_recs[t]);
             }
@@ -286,7 +284,7 @@ fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout
             };
             out.tiles.push([i as u32, t as u32, cb as u32, ce as u32, first as u32, out.n_records as u32]);
         }
-        if out.n_records > u32::MAX as usize - 1 || out.n_tiles > i32::MAX as usize {
+        if out.n_records > u32::MAX as usize - 1 || out.tiles.len() > i32::MAX as usize {
             return Err(Error::TooLarge { what: "stage records of the product", value: out.n_records });
         }
     }
@@ -328,7 +326,6 @@ fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
             }
         }
         out.n_records += len;
-        out.n_tiles += 1;
         if out.n_records > u32::MAX as usize - 1 {
             return Err(Error::TooLarge { what: "stage records of the product", value: out.n_records });
         }
@@ -409,7 +406,7 @@ impl Context {
         };
         let pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
         // The storing pass holds the groups' records and the zipped ones at once.
-        let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.n_tiles;
+        let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
         let rec = zip_groups(pre, &layout, false)?;
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -425,13 +422,13 @@ impl Context {
         // On the device: the records, one work item per tile and matrix, and a product
         // pattern's column indices.
         let device_bytes = 4 * w * rec.n_records
-            + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch
+            + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
             + product.as_ref().map_or(0, |(_, ci)| 4 * ci.len());
         let host_bytes = pre_bytes
-            + if layout.groups > 1 { 4 * w * rec.n_records + 24 * rec.n_tiles } else { 0 }
-            + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.n_tiles * batch
+            + if layout.groups > 1 { 4 * w * rec.n_records + 24 * rec.tiles.len() } else { 0 }
+            + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
             + product_bytes;
-        let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.n_tiles, device_bytes, host_bytes };
+        let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.tiles.len(), device_bytes, host_bytes };
         Ok((Symbolic { size, product }, choice))
     }
 
@@ -536,26 +533,10 @@ impl Context {
         expect_batch("C", plan.batch, cs.batch)?;
         let stream = self.stream();
         let (c_ptr, _gc) = c.device_ptr_mut(stream);
-        let out = DenseOut {
-            c: c_ptr,
-            batch_stride: cs.batch_stride as u64,
-            ld: to_u32("ldc", cs.ld)?,
-            rows: to_u32("M", cs.rows)?,
-            cols: to_u32("N", cs.cols)?,
-            col_major: if cs.layout == Layout::ColMajor { blocksparse_abi::flags::C_COL_MAJOR } else { 0 },
-            alpha,
-            beta,
-        };
-        let tmap_c = if cs.layout == Layout::RowMajor && plan.choice.family == KernelFamily::Hopper {
-            let t = WGMMA_TILES[plan.choice.tile];
-            if t.c_buffers > 0 {
-                let ce = core::mem::size_of::<O>() as u32;
-                super::spmm::dense_map::<O>(c_ptr, &cs, [128 / ce, blocksparse_abi::WG_M])?
-            } else {
-                [0; 16]
-            }
-        } else {
-            [0; 16]
+        let out = dense_out(c_ptr, &cs, alpha, beta)?;
+        let tmap_c = match plan.choice.family {
+            KernelFamily::Hopper => c_store_map::<O>(c_ptr, &cs, WGMMA_TILES[plan.choice.tile])?,
+            KernelFamily::Portable => [0; 16],
         };
         self.run_spgemm::<T, O>(plan, a, b, FIXUP_TO_DENSE, out, BlockOut::default(), tmap_c)
     }

@@ -19,12 +19,11 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BlockOut, DenseOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index,
-    wgmma_tile_index,
+    BlockOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::{PlanOptions, TileChoice, Transpose, check_dim, check_scalars, expect, expect_batch, to_u32};
+use super::{PlanOptions, TileChoice, Transpose, c_store_map, check_dim, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::context::Context;
 use crate::device_bsr::{DeviceBsr, Pattern};
 use crate::element::{Element, InputElement};
@@ -346,16 +345,8 @@ impl Context {
         let perm = perm_guard.as_ref().map_or(0, |(p, _)| *p);
         let (b_ptr, _gb) = b.device_ptr(stream);
         let (c_ptr, _gc) = c.device_ptr_mut(stream);
-        let out = DenseOut {
-            c: c_ptr,
-            batch_stride: cs.batch_stride as u64,
-            ld: to_u32("ldc", cs.ld)?,
-            rows: to_u32("M", m)?,
-            cols: to_u32("N", plan.n)?,
-            col_major: fl & flags::C_COL_MAJOR,
-            alpha,
-            beta,
-        };
+        // (C's rows and columns are M and N: checked above.)
+        let out = dense_out(c_ptr, &cs, alpha, beta)?;
         let a_stride = a.values_per_matrix();
         let params = SpmmParams {
             work,
@@ -386,12 +377,7 @@ impl Context {
                 let a_box = if plan.kernel_op == Transpose::No { [WG_K, t.tm] } else { [WG_K, WG_K] };
                 let tmap_a = a.values_map(a_values, a_box)?;
                 let tmap_b = dense_map::<T>(b_ptr, &bs, [WG_K, WG_K])?;
-                let tmap_c = if t.c_buffers > 0 && cs.layout == Layout::RowMajor {
-                    let ce = core::mem::size_of::<O>() as u32;
-                    dense_map::<O>(c_ptr, &cs, [128 / ce, blocksparse_abi::WG_M])?
-                } else {
-                    [0; 16]
-                };
+                let tmap_c = c_store_map::<O>(c_ptr, &cs, t)?;
                 let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
                 // SAFETY: as above; the tensor maps describe exactly the A values, B and C
                 // allocations (shapes and pitches checked), and out-of-range boxes read zeros.
