@@ -76,6 +76,11 @@ pub mod flags {
     /// SpMM only: A's blocks are visited through a permutation (`perm`), i.e. A is transposed
     /// and the plan streams its blocks column by column.
     pub const A_PERMUTED: u32 = 8;
+    /// SpMM only: the plan merges `1 << merge_log2` adjacent rows of the stream (block rows of
+    /// A, or of Aᵀ) into one output tile: stream position `q` is one block column of the
+    /// merged rows' union, and `perm[(q << merge_log2) + h]` is the block of merged row `h` there,
+    /// or [`NO_BLOCK`](super::NO_BLOCK) (zeros).
+    pub const A_MERGED: u32 = 16;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,7 +471,10 @@ pub struct DenseOut {
 ///
 /// The tile product is `C(tile) = Σ_k A(tile, k) · B(k, tile)` where the stream of A's blocks
 /// for an item is `blk_begin..blk_end`: position `q` holds block `perm[q]` (or `q` itself when
-/// `flags` lacks [`flags::A_PERMUTED`]) whose rows of op(B) start at `kidx[q] · kb`.
+/// `flags` lacks [`flags::A_PERMUTED`] and [`flags::A_MERGED`]) whose rows of op(B) start at
+/// `kidx[q] · kb`. A merged plan ([`flags::A_MERGED`]) stacks `1 << merge_log2` stream rows in
+/// one tile: rows `h · rb ..` of the tile (rb = bm for A, bk for Aᵀ) take block
+/// `perm[(q << merge_log2) + h]`, zeros where that is [`NO_BLOCK`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SpmmParams {
@@ -495,6 +503,12 @@ pub struct SpmmParams {
     pub bk_log2: u32,
     /// [`flags`] bits.
     pub flags: u32,
+    /// log2 of the stream rows merged into one tile (0 unless [`flags::A_MERGED`]).
+    pub merge_log2: u32,
+    /// Rows of A's values as the tensor map sees them (`nnzb · bm`): a box loaded from this
+    /// row on lies wholly past the end and reads zeros (the Hopper kernel's absent blocks of a
+    /// merged tile).
+    pub a_rows: u32,
     /// Padding (keeps the layout the same on host and device).
     pub _pad: u32,
     /// C.

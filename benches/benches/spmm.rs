@@ -61,6 +61,7 @@ fn bench_plan(c: &mut Criterion) {
                 ks: 32,
                 resident: PLAN_RESIDENT,
                 tile_group: 2,
+                max_item_blocks: blocksparse::abi::MAX_ITEM_BLOCKS,
             };
             b.iter(|| plan_rows(black_box(spec)).expect("plan"))
         });

@@ -238,6 +238,15 @@ pub enum Error {
         /// The hash the module carries, if any.
         found: Option<u64>,
     },
+    /// [`PlanOptions::merge_rows`](crate::PlanOptions::merge_rows) asks for a merge that the
+    /// product's kernel cannot run.
+    #[error("cannot merge {rows} block rows per tile: {why}")]
+    UnsupportedMerge {
+        /// The rows asked for.
+        rows: u32,
+        /// Why not, and what can be merged.
+        why: String,
+    },
     /// The kernel a product needs is not loaded on this device (e.g. it needs more shared
     /// memory per block than the device allows).
     #[error("no kernel available: {0}")]

@@ -58,6 +58,7 @@ pub mod index;
 pub mod kernels;
 mod launch;
 pub mod matrix;
+mod merge;
 pub mod ops;
 mod pairs;
 pub mod plan;

@@ -70,6 +70,9 @@ pub struct RowsSpec<'a> {
     pub resident: u32,
     /// N tiles walked together (1: N-tile-major).
     pub tile_group: u32,
+    /// Stream positions one item may hold at most (the kernel's block cache; at most
+    /// [`MAX_ITEM_BLOCKS`]): longer rows are split.
+    pub max_item_blocks: u32,
 }
 
 /// A `row_ptr` the planners can walk: from 0, never decreasing (patterns made by the library
@@ -89,7 +92,7 @@ fn check_row_ptr(row_ptr: &[u32]) -> Result<()> {
 /// Plans an SpMM-like op (see the module docs). Fails with [`Error::TooLarge`] before
 /// allocating anything proportional to the work when the plan would exceed the launch limits.
 pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
-    let RowsSpec { row_ptr, n_tiles, batch, kb, ks, resident, tile_group } = spec;
+    let RowsSpec { row_ptr, n_tiles, batch, kb, ks, resident, tile_group, max_item_blocks } = spec;
     check_row_ptr(row_ptr)?;
     let rows = row_ptr.len().saturating_sub(1);
     let n_tiles = n_tiles.max(1);
@@ -110,7 +113,7 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
     let fair = total.div_ceil(resident.max(1) as u64);
     // Never split below a few pipeline stages' worth of K: the fix-up would cost more.
     let min_chunk = (4 * ks).div_ceil(kb.max(1)).max(1) as u64;
-    let split_limit = (2 * fair).max(min_chunk).min(MAX_ITEM_BLOCKS as u64) as u32;
+    let split_limit = (2 * fair).max(min_chunk).min(max_item_blocks.clamp(1, MAX_ITEM_BLOCKS) as u64) as u32;
     let n_items: u64 = (0..rows).map(|r| row_len(r).div_ceil(split_limit).max(1) as u64).sum::<u64>() * n_tiles as u64 * batch as u64;
     if n_items > MAX_ITEMS {
         return Err(Error::TooLarge { what: "work items", value: n_items as usize });
@@ -551,7 +554,7 @@ mod tests {
     }
 
     fn spec(rp: &[u32], n_tiles: u32, batch: u32, resident: u32, tile_group: u32) -> RowsSpec<'_> {
-        RowsSpec { row_ptr: rp, n_tiles, batch, kb: 64, ks: 32, resident, tile_group }
+        RowsSpec { row_ptr: rp, n_tiles, batch, kb: 64, ks: 32, resident, tile_group, max_item_blocks: MAX_ITEM_BLOCKS }
     }
 
     /// Every (row, tile, matrix) covered exactly once, chunks partition the row, slots

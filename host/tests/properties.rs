@@ -187,17 +187,20 @@ proptest! {
     /// The planners never allocate proportionally to an absurd request: they plan, or they
     /// return `TooLarge` first.
     #[test]
-    fn planners_check_sizes_first(lens in proptest::collection::vec(0u32..40, 1..64), n_tiles in prop_oneof![Just(1u32), Just(7), Just(u32::MAX), 1u32..64], batch in prop_oneof![Just(1u32), Just(3), Just(u32::MAX), 1u32..8], resident in 1u32..600) {
+    fn planners_check_sizes_first(lens in proptest::collection::vec(0u32..40, 1..64), n_tiles in prop_oneof![Just(1u32), Just(7), Just(u32::MAX), 1u32..64], batch in prop_oneof![Just(1u32), Just(3), Just(u32::MAX), 1u32..8], resident in 1u32..600, max_item in prop_oneof![Just(blocksparse::abi::MAX_ITEM_BLOCKS), 0u32..300]) {
         let mut row_ptr = vec![0u32];
         for l in &lens {
             row_ptr.push(row_ptr.last().unwrap() + l);
         }
         let cells = lens.len() as u128 * n_tiles as u128 * batch as u128;
-        let got = plan_rows(RowsSpec { row_ptr: &row_ptr, n_tiles, batch, kb: 64, ks: 32, resident, tile_group: 2 });
+        let got = plan_rows(RowsSpec { row_ptr: &row_ptr, n_tiles, batch, kb: 64, ks: 32, resident, tile_group: 2, max_item_blocks: max_item });
         if cells > i32::MAX as u128 {
             assert_class!(got, Err(Error::TooLarge { .. }));
         } else if cells <= 1 << 16 {
             let w = got.expect("small plan");
+            // No item longer than the kernel's block cache allows (a merged plan's is shorter).
+            let limit = max_item.clamp(1, blocksparse::abi::MAX_ITEM_BLOCKS);
+            prop_assert!(w.items.iter().all(|i| i.blk_end - i.blk_begin <= limit));
             let covered = w.items.iter().filter(|i| i.partial_slot == u32::MAX).count() as u128 + w.groups.len() as u128;
             prop_assert_eq!(covered, cells);
         }

@@ -107,6 +107,11 @@ pub struct Args {
     /// Also time plain SpMM with these N-tile group sizes instead of the planner's.
     #[arg(long, value_delimiter = ',')]
     groups: Vec<u32>,
+    /// Also time plain SpMM with these block rows merged per tile (`PlanOptions::merge_rows`;
+    /// 1: never merged) instead of the planner's choice, where the kernels can (rows "spmm
+    /// M<m>"; the kernel column says `/m` for a merged plan).
+    #[arg(long, value_delimiter = ',')]
+    merge: Vec<u32>,
     /// Also run PyTorch's BSR kernels on the same cases (python3 with torch and triton), and
     /// with --spgemm its CSR × CSR product (torch.sparse.mm, cuSPARSE) on the same patterns.
     #[arg(long)]
@@ -362,7 +367,9 @@ impl<'a, T: InputElement> Bench<'a, T> {
     ) -> Res<(f64, String)> {
         let (ctx, reps) = (self.ctx, self.args.reps);
         let plan = ctx.plan_spmm_with(a, op_a, n, opts).map_err(err)?;
-        let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+        let merged = plan.merged_rows();
+        let kernel =
+            format!("{:?}{}{}", plan.tile().family, plan.tile().shape().0, if merged > 1 { format!("/{merged}") } else { String::new() });
         let (rows, k) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
         let batch = a.batch();
         // Two B sets (rotated) where asked, so that repeated runs do not just re-read L2.
@@ -526,8 +533,19 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
                     let a = b.bsr(1, m, k, bs, &mask)?;
                     let flops = 2.0 * (nnzb * bs * bs * n) as f64;
                     let mut choices = vec![(String::from("spmm"), PlanOptions::default())];
-                    choices.extend(args.groups.iter().map(|&g| (format!("spmm G{g}"), PlanOptions { n_tile_group: Some(g) })));
+                    choices.extend(
+                        args.groups.iter().map(|&g| (format!("spmm G{g}"), PlanOptions { n_tile_group: Some(g), ..Default::default() })),
+                    );
+                    choices.extend(
+                        args.merge.iter().map(|&m| (format!("spmm M{m}"), PlanOptions { merge_rows: Some(m), ..Default::default() })),
+                    );
                     for (label, opts) in choices {
+                        // A merge the kernels cannot run for this block size has no row.
+                        if opts.merge_rows.is_some()
+                            && let Err(blocksparse::Error::UnsupportedMerge { .. }) = b.ctx.plan_spmm_with(&a, Transpose::No, n, &opts)
+                        {
+                            continue;
+                        }
                         let (ms, kernel) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
                         let info = CaseInfo { dtype: dt, shape: (1, m, n, k), bs, pattern: &pattern, density, nnzb, flops, dense_ms };
                         let mut r = info.row(label.clone(), kernel, ms);

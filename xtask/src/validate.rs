@@ -5,7 +5,8 @@
 //! element of every matrix of the batch.
 
 use blocksparse::{
-    BlockShape, Bsr, Context, DType, DeviceBsr, DeviceMatrix, Element, InputElement, KernelPath, Layout, SpgemmOutput, Transpose,
+    BlockShape, Bsr, Context, DType, DeviceBsr, DeviceMatrix, Element, InputElement, KernelPath, Layout, PlanOptions, SpgemmOutput,
+    Transpose,
 };
 use blocksparse_testkit::reference::{
     HostMat, dense_sparse_reference, rel_error, sddmm_reference, spgemm_bsr_reference, spgemm_product_pattern, spgemm_reference,
@@ -183,6 +184,9 @@ struct Case {
     alpha: f32,
     beta: f32,
     batch: usize,
+    /// SpMM / dense × sparse: the stream rows per tile the plan must merge
+    /// (`PlanOptions::merge_rows`); `None`: the planner's choice.
+    merge: Option<u32>,
 }
 
 fn short(l: Layout) -> &'static str {
@@ -221,7 +225,15 @@ impl Cases {
         batch: usize,
     ) {
         let label = format!("{} {sm}x{sk} n{n} b{bm}x{bk} {input}->{output} {pattern:?} a={alpha} b={beta} batch{batch}", op_label(op));
-        self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch });
+        self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch, merge: None });
+    }
+
+    /// The last case, planned with `m` stream rows merged per tile.
+    fn merged(&mut self, m: u32) {
+        if let Some(c) = self.0.last_mut() {
+            c.merge = Some(m);
+            c.label += &format!(" merge{m}");
+        }
     }
 
     /// A BSR × BSR case: A `(m, k)` in `(bm, bk)` blocks with pattern `a`, B `(k, n)` in
@@ -240,7 +252,7 @@ impl Cases {
         let op = Op::Spgemm(Spgemm { bn, b, c });
         let label =
             format!("{} {m}x{k}x{n} b{bm}x{bk}x{bn} {input}->{output} A:{a:?} B:{b:?} a={alpha} b={beta} batch{batch}", op_label(op));
-        self.0.push(Case { label, op, sm: m, sk: k, n, bm, bk, input, output, pattern: a, alpha, beta, batch });
+        self.0.push(Case { label, op, sm: m, sk: k, n, bm, bk, input, output, pattern: a, alpha, beta, batch, merge: None });
     }
 }
 
@@ -374,8 +386,76 @@ fn cases() -> Vec<Case> {
         v.push(Op::Sddmm { x: R, y: R }, (384, 256, 4096), (bm, bk), (Bf16, F32), Pattern::Skewed(0.3, 1, 0.5), (0.5, -1.0), 1);
     }
 
+    merged_cases(&mut v);
     spgemm_cases(&mut v);
     v.0
+}
+
+/// SpMM and dense × sparse with merged plans (`PlanOptions::merge_rows`): every mask family,
+/// every layout, Aᵀ, odd block-row counts (a last tile with rows past M), empty rows and single
+/// blocks inside merged groups, long rows (split-K), batches and alpha/beta. (The planner's own
+/// choice runs in every other SpMM case.) On the Hopper module, 64-row blocks merge in pairs on
+/// the 128-row wgmma tile and 32-row blocks on the portable kernel; `--path portable` runs all
+/// of them on the portable kernel.
+fn merged_cases(v: &mut Cases) {
+    use DType::*;
+    use Layout::{ColMajor as C, RowMajor as R};
+    use Transpose::{No as N, Yes as T};
+    let plain = Op::Spmm { op_a: N, b: R, c: R };
+    // (block, rows merged per tile)
+    let merges = [(64usize, 2u32), (32, 2), (32, 4)];
+    for (i, f) in MaskFamily::REAL.iter().enumerate() {
+        for (j, &(bs, m)) in merges.iter().enumerate() {
+            let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][(i + j) % 4];
+            let ab = if (i + j) % 3 == 1 { (0.5, 1.5) } else { (1.0, 0.0) };
+            // 33 block rows: the last tile holds fewer rows than it merges.
+            v.push(plain, (33 * bs, 24 * bs, 136 + 8 * j), (bs, bs), dt, Pattern::Family(*f), ab, 1);
+            v.merged(m);
+        }
+    }
+    let mut i = 0;
+    for op_a in [N, T] {
+        for b in [R, C] {
+            for c in [R, C] {
+                // (bm, bk) with the stream's row extent (bm for A, bk for Aᵀ) 64 or 32.
+                let shapes: &[((usize, usize), u32)] = if op_a == N {
+                    &[((64, 64), 2), ((64, 128), 2), ((32, 32), 4), ((32, 64), 2)]
+                } else {
+                    &[((64, 64), 2), ((128, 64), 2), ((32, 32), 2), ((16, 32), 4)]
+                };
+                for &((bm, bk), m) in shapes {
+                    let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][i % 4];
+                    let ab = if i % 3 == 0 { (1.5, -0.75) } else { (1.0, 0.0) };
+                    let pat = [Pattern::EmptyRows(0.4), Pattern::Banded(0.3), Pattern::Uniform(0.35)][i % 3];
+                    v.push(Op::Spmm { op_a, b, c }, (7 * bm.max(bk), 5 * bm.max(bk), 264 - 7 * (i % 3)), (bm, bk), dt, pat, ab, 1 + i % 2);
+                    v.merged(m);
+                    i += 1;
+                }
+            }
+        }
+    }
+    for (x, op_a, c) in [(R, N, R), (C, T, R), (R, T, C), (C, N, C)] {
+        for &(bs, m) in &merges {
+            v.push(Op::DenseSparse { x, op_a, c }, (9 * bs, 11 * bs, 200), (bs, bs), (F16, F32), Pattern::Banded(0.3), (1.0, 0.5), 2);
+            v.merged(m);
+        }
+    }
+    for &(bs, m) in &merges {
+        // Long rows with empty partners (split-K + fix-up, the fix-up's last tile past M).
+        v.push(plain, (3 * bs, 512 * bs, 72), (bs, bs), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
+        v.merged(m);
+        v.push(plain, (5 * bs, 1024 * bs, 40), (bs, bs), (Bf16, Bf16), Pattern::Uniform(0.9), (1.0, 0.0), 2);
+        v.merged(m);
+        // One block; one block row (a group of one row); every block.
+        v.push(plain, (9 * bs, 9 * bs, 77), (bs, bs), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
+        v.merged(m);
+        v.push(plain, (bs, 16 * bs, 3), (bs, bs), (F16, F16), Pattern::OneRow, (2.0, 0.0), 1);
+        v.merged(m);
+        v.push(plain, (6 * bs, 6 * bs, 129), (bs, bs), (F16, F16), Pattern::Uniform(1.0), (-1.0, 0.25), 3);
+        v.merged(m);
+        v.push(plain, (16 * bs, 16 * bs, 257), (bs, bs), (F16, F16), Pattern::Uniform(0.0), (1.0, 0.5), 1);
+        v.merged(m);
+    }
 }
 
 /// The BSR × BSR cases (every label starts with "spgemm"). A is `(M, K)` in `(bm, bk)` blocks,
@@ -661,9 +741,24 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                     dense_sparse_reference(alpha, dense.host(b), mat, op_a, beta, c0_dense.host(b))
                 });
             }
-            let plan =
-                if spmm_side { ctx.plan_spmm(&a_dev, op_a, n_out) } else { ctx.plan_dense_sparse(&a_dev, op_a, n_out) }.map_err(e)?;
-            kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+            let opts = PlanOptions { merge_rows: c.merge, ..Default::default() };
+            let plan = if spmm_side {
+                ctx.plan_spmm_with(&a_dev, op_a, n_out, &opts)
+            } else {
+                ctx.plan_dense_sparse_with(&a_dev, op_a, n_out, &opts)
+            }
+            .map_err(e)?;
+            if let Some(m) = c.merge
+                && plan.merged_rows() != m as usize
+            {
+                return Err(format!("asked for {m} rows merged per tile, the plan merged {}", plan.merged_rows()));
+            }
+            kernel = format!(
+                "{:?}{}{}",
+                plan.tile().family,
+                plan.tile().shape().0,
+                if plan.merged_rows() > 1 { format!("/{}", plan.merged_rows()) } else { String::new() }
+            );
             for _ in 0..2 {
                 let mut out = Dense::<O>::new(ctx, c.batch, c_rows, c_cols, c_layout, c0.clone())?;
                 if spmm_side {

@@ -47,6 +47,16 @@ pub struct PlanOptions {
     /// and the thread blocks running at one time share its B columns in L2). Default: as many
     /// `K × tn` strips of B as fit in a sixth of the L2 cache.
     pub n_tile_group: Option<u32>,
+    /// SpMM and dense × sparse: how many adjacent rows of the stream of A's blocks (block rows
+    /// of op(A) as the kernel streams it) share one output tile, over the union of their block
+    /// columns (zeros where a row lacks one). `Some(1)` never merges; `Some(m)` merges `m` (an
+    /// error where the product's kernel cannot: [`Error::UnsupportedMerge`]). Default: the
+    /// plan that the L2-traffic model of `docs/perf-notes.md` (v15) prefers, which merges
+    /// where neighbouring rows share most of their columns (causal, banded, block-diagonal
+    /// masks) and not on random ones.
+    ///
+    /// [`Error::UnsupportedMerge`]: crate::Error::UnsupportedMerge
+    pub merge_rows: Option<u32>,
 }
 
 /// The kernel family and tile a plan launches.

@@ -14,12 +14,15 @@
 //! ```
 //! For Aᵀ the plan holds the transposed pattern (the blocks column by column: their block rows
 //! and positions), built once; the values are read in place, transposed on their way into the
-//! tensor cores.
+//! tensor cores. A merged plan (`PlanOptions::merge_rows`, or the planner's choice) stacks `m`
+//! adjacent rows of that stream in one tile over the union of their block columns (crate
+//! `merge`): the same sums, with zeros where a row lacks a block of the union.
 
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BlockOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, OpKind, SpmmParams, WG_K, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    BOX, BlockOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, SpmmParams, WG_K, WGMMA_TILE_ROWS,
+    WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -31,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
+use crate::merge::{l2_traffic, merge_rows};
 use crate::plan::{DeviceWork, RowsSpec, WorkList, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
@@ -65,8 +69,11 @@ pub struct SpmmPlan {
     choice: TileChoice,
     work: WorkList,
     device: DeviceWork,
-    /// Aᵀ: per stream position, the block row (K-block index) and the block.
-    transposed: Option<(CudaSlice<u32>, CudaSlice<u32>)>,
+    /// Stream rows per tile, log2 (0: not merged).
+    merge_log2: u32,
+    /// Aᵀ or a merged plan: per stream position, the K-block index and the block of each
+    /// merged row (`1 << merge_log2` words, `NO_BLOCK` where the row has none).
+    stream: Option<(CudaSlice<u32>, CudaSlice<u32>)>,
 }
 
 impl SpmmPlan {
@@ -90,9 +97,16 @@ impl SpmmPlan {
     pub fn work(&self) -> &WorkList {
         &self.work
     }
-    /// Bytes of device memory the plan holds (work list, transposed pattern, workspace).
+    /// Adjacent block rows of op(A) (as the kernel streams it: columns of op(A) for dense ×
+    /// sparse) that share one output tile: 1 unless the plan merged them
+    /// ([`PlanOptions::merge_rows`]).
+    pub fn merged_rows(&self) -> usize {
+        1 << self.merge_log2
+    }
+    /// Bytes of device memory the plan holds (work list, transposed or merged stream,
+    /// workspace).
     pub fn device_bytes(&self) -> usize {
-        self.device.bytes() + self.transposed.as_ref().map_or(0, |(a, b)| 4 * (a.len() + b.len()))
+        self.device.bytes() + self.stream.as_ref().map_or(0, |(a, b)| 4 * (a.len() + b.len()))
     }
 }
 
@@ -165,12 +179,60 @@ impl Context {
         self.same_device("A", a.values.ordinal())?;
         let pat = &a.pattern;
         let block = pat.block;
-        // Tile rows and the K extent of one block, as the kernel streams A.
-        let (tm, kb, k_total) = match kernel_op {
+        // Rows of one block and its K extent, as the kernel streams A.
+        let (rb, kb, k_total) = match kernel_op {
             Transpose::No => (block.bm, block.bk, pat.ncols),
             Transpose::Yes => (block.bk, block.bm, pat.nrows),
         };
-        let choice = self.spmm_tile::<T>(pat, tm, kb)?;
+        // The stream: rows, their K-block indices and (Aᵀ) their blocks.
+        let (row_ptr, kidx, perm) = match kernel_op {
+            Transpose::No => (pat.row_ptr.clone(), pat.col_idx_host.clone(), None),
+            Transpose::Yes => {
+                let (col_ptr, rows, perm) = transpose_pattern(pat);
+                (col_ptr, rows, Some(perm))
+            }
+        };
+        let block_of = |q: usize| perm.as_ref().map_or(q as u32, |p| p[q]);
+        // The plan: unmerged, or the merge asked for or (by default) the one the L2-traffic
+        // model prefers.
+        let candidates = self.merge_candidates::<T>(pat, rb, kb)?;
+        let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
+        let mut best: Option<(TileChoice, u32, u128)> = None;
+        for &(choice, m) in &candidates {
+            if opts.merge_rows.is_some_and(|want| want.max(1) != m) {
+                continue;
+            }
+            let traffic = if m == 1 {
+                l2_traffic(lens(&row_ptr).into_iter(), kb as u32, choice.shape(), n)
+            } else {
+                let merged = merge_rows(&row_ptr, &kidx, block_of, m as usize)?;
+                l2_traffic(lens(&merged.row_ptr).into_iter(), kb as u32, choice.shape(), n)
+            };
+            if best.is_none_or(|(_, _, t)| traffic < t) {
+                best = Some((choice, m, traffic));
+            }
+        }
+        let Some((choice, m, _)) = best else {
+            let can: Vec<String> = candidates.iter().map(|(_, m)| m.to_string()).collect();
+            let rows = opts.merge_rows.unwrap_or(1);
+            return Err(Error::UnsupportedMerge {
+                rows,
+                why: format!(
+                    "{}x{} blocks{} merge {} rows per tile on this device's kernels",
+                    block.bm,
+                    block.bk,
+                    if kernel_op == Transpose::Yes { " streamed transposed" } else { "" },
+                    can.join(" or ")
+                ),
+            });
+        };
+        let merge_log2 = m.trailing_zeros();
+        let (row_ptr, stream) = if m > 1 {
+            let merged = merge_rows(&row_ptr, &kidx, block_of, m as usize)?;
+            (merged.row_ptr, Some((merged.kidx, merged.blocks)))
+        } else {
+            (row_ptr, perm.map(|p| (kidx, p)))
+        };
         let (tm32, tn) = choice.shape();
         let kernel = self.kernels.get(KernelKey {
             op: OpKind::Spmm,
@@ -187,14 +249,12 @@ impl Context {
             let strip = (k_total as u64) * tn as u64 * core::mem::size_of::<T>() as u64;
             ((self.l2_bytes() as u64 / 6) / strip.max(1)).clamp(1, u32::MAX as u64) as u32
         });
-        let stream = self.stream();
-        let (row_ptr, transposed) = match kernel_op {
-            Transpose::No => (pat.row_ptr.clone(), None),
-            Transpose::Yes => {
-                let (col_ptr, rows, perm) = transpose_pattern(pat);
-                let dev = if perm.is_empty() { None } else { Some((stream.clone_htod(&rows)?, stream.clone_htod(&perm)?)) };
-                (col_ptr, dev)
+        let stream_dev = match stream {
+            Some((k, b)) if !k.is_empty() => {
+                let s = self.stream();
+                Some((s.clone_htod(&k)?, s.clone_htod(&b)?))
             }
+            _ => None,
         };
         let spec = RowsSpec {
             row_ptr: &row_ptr,
@@ -204,13 +264,71 @@ impl Context {
             ks: choice.ks(),
             resident,
             tile_group,
+            max_item_blocks: MAX_ITEM_BLOCKS >> merge_log2,
         };
         let mut work = plan_rows(spec)?;
         if choice.family == KernelFamily::Hopper {
             schedule_persistent(&mut work, resident, row_item_cost);
         }
-        let device = DeviceWork::upload(stream, &work, (tm32, tn))?;
-        Ok(SpmmPlan { pattern: pat.clone(), op_a, side, kernel_op, n, batch: a.batch, choice, work, device, transposed })
+        let device = DeviceWork::upload(self.stream(), &work, (tm32, tn))?;
+        Ok(SpmmPlan {
+            pattern: pat.clone(),
+            op_a,
+            side,
+            kernel_op,
+            n,
+            batch: a.batch,
+            choice,
+            work,
+            device,
+            merge_log2,
+            stream: stream_dev,
+        })
+    }
+
+    /// The plans a stream of `rb`-row blocks of K extent `kb` can run: `(tile, rows merged per
+    /// tile)`, unmerged first. Merged tiles are `m · rb` rows of the same kernel family: on the
+    /// Hopper kernel, two 64-row rows on the 128-row tile (one `(64, 64)` TMA box each); on the
+    /// portable kernel, any taller tile whose warps' rows each lie inside one stream row (rows
+    /// past the last stream row are then skipped whole).
+    fn merge_candidates<T: InputElement>(&self, pat: &Pattern, rb: usize, kb: usize) -> Result<Vec<(TileChoice, u32)>> {
+        let base = self.spmm_tile::<T>(pat, rb, kb)?;
+        let mut out = vec![(base, 1u32)];
+        let has = |choice: TileChoice| {
+            self.kernels.has(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE })
+        };
+        match base.family {
+            KernelFamily::Hopper => {
+                let tall = WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] as usize;
+                // A zero box's row (nnzb · bm, plus kin for Aᵀ) must fit TMA's i32 coordinates.
+                let zero_row_fits =
+                    pat.nnzb().checked_add(1).and_then(|b| b.checked_mul(pat.block.bm)).is_some_and(|r| r < i32::MAX as usize);
+                if rb == BOX as usize
+                    && zero_row_fits
+                    && let Some(tile) = wgmma_tile_index(tall as u32)
+                {
+                    let choice = TileChoice { family: KernelFamily::Hopper, tile };
+                    if has(choice) {
+                        out.push((choice, (tall / rb) as u32));
+                    }
+                }
+            }
+            KernelFamily::Portable => {
+                let mut m = 2usize;
+                while rb * m <= MMA_TILES[MMA_TILES.len() - 1].tm as usize && (m as u32) < MAX_ITEM_BLOCKS {
+                    if let Some(tile) = mma_tile_index((rb * m) as u32)
+                        && rb >= MMA_TILES[tile].warp_m() as usize
+                    {
+                        let choice = TileChoice { family: KernelFamily::Portable, tile };
+                        if has(choice) {
+                            out.push((choice, m as u32));
+                        }
+                    }
+                    m *= 2;
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The kernel family for tile height `tm` and block K extent `kb`: wgmma + TMA on the Hopper
@@ -323,6 +441,9 @@ impl Context {
         if plan.kernel_op == Transpose::Yes {
             fl |= flags::A_MN_MAJOR | flags::A_PERMUTED;
         }
+        if plan.merge_log2 > 0 {
+            fl |= flags::A_MERGED;
+        }
         if bs.layout == Layout::ColMajor {
             fl |= flags::B_K_MAJOR;
         }
@@ -337,11 +458,11 @@ impl Context {
         // reads and writes.
         let (work, _work_guards) = plan.device.params(stream);
         let (a_values, _ga) = a.values_ptr(stream);
-        let (kidx, _gk) = match &plan.transposed {
-            Some((rows, _)) => rows.device_ptr(stream),
+        let (kidx, _gk) = match &plan.stream {
+            Some((kidx, _)) => kidx.device_ptr(stream),
             None => pat.col_idx.device_ptr(stream),
         };
-        let perm_guard = plan.transposed.as_ref().map(|(_, perm)| perm.device_ptr(stream));
+        let perm_guard = plan.stream.as_ref().map(|(_, perm)| perm.device_ptr(stream));
         let perm = perm_guard.as_ref().map_or(0, |(p, _)| *p);
         let (b_ptr, _gb) = b.device_ptr(stream);
         let (c_ptr, _gc) = c.device_ptr_mut(stream);
@@ -361,6 +482,10 @@ impl Context {
             bm_log2: block.bm.trailing_zeros(),
             bk_log2: block.bk.trailing_zeros(),
             flags: fl,
+            merge_log2: plan.merge_log2,
+            // (Read only by merged Hopper plans, whose planner checked that it fits TMA's i32
+            // coordinates.)
+            a_rows: u32::try_from(pat.nnzb() * block.bm).unwrap_or(u32::MAX),
             _pad: 0,
             out,
         };
@@ -373,8 +498,9 @@ impl Context {
             }
             KernelFamily::Hopper => {
                 let t = WGMMA_TILES[choice.tile];
-                // A: the values as a (nnzb · bm, bk) matrix per batch entry.
-                let a_box = if plan.kernel_op == Transpose::No { [WG_K, t.tm] } else { [WG_K, WG_K] };
+                // A: the values as a (nnzb · bm, bk) matrix per batch entry, in boxes of the
+                // whole tile height (K-major) or of 64 × 64 (Aᵀ, or one row of a merged tile).
+                let a_box = if plan.kernel_op == Transpose::No && plan.merge_log2 == 0 { [WG_K, t.tm] } else { [WG_K, WG_K] };
                 let tmap_a = a.values_map(a_values, a_box)?;
                 let tmap_b = dense_map::<T>(b_ptr, &bs, [WG_K, WG_K])?;
                 let tmap_c = c_store_map::<O>(c_ptr, &cs, t)?;

@@ -6,7 +6,8 @@
 //! ```text
 //! for (r, c) in tile with column < cols:
 //!     s = sum over slot in first_slot..first_slot+n_slots of partials[slot][r][c]
-//!     dense:  C[tile_row*tm + r][n_tile*tn + c] = alpha*s + beta*C[..][..]     (either C layout)
+//!     dense:  C[tile_row*tm + r][n_tile*tn + c] = alpha*s + beta*C[..][..]     (either C layout,
+//!             rows < M only)
 //!     blocks: values[blk_begin + c/bn][r][c%bn] = alpha*s + beta*values[..][..][..]
 //! ```
 
@@ -40,7 +41,12 @@ pub unsafe fn run<O: Output>(p: &FixupParams) {
         let dest = BlockDest::blocks::<O>(values, g.blk_begin, g.blk_end - g.blk_begin, 1 << b.bm_log2, b.bn_log2, 0, b.alpha, b.beta);
         unsafe { sum4::<O, _>(p, &g, &dest, e) }
     } else {
-        let dest = DenseDest::tile::<O>(&p.out, g.batch, g.tile_row * p.tm, g.n_tile * p.tn);
+        let row0 = g.tile_row * p.tm;
+        // Rows of a merged SpMM tile past the last stream row do not exist.
+        if row0 + e / p.tn >= p.out.rows {
+            return;
+        }
+        let dest = DenseDest::tile::<O>(&p.out, g.batch, row0, g.n_tile * p.tn);
         unsafe { sum4::<O, _>(p, &g, &dest, e) }
     }
 }

@@ -17,8 +17,18 @@
 //! The item's blocks form one virtual K axis of length `(q1 - q0) · kb`, cut into stages: a
 //! stage may hold several small blocks or part of a large one. Virtual k past the end is
 //! zero-filled in both operands.
+//!
+//! A merged plan (`flags::A_MERGED`, `m = 1 << merge_log2`) stacks m stream rows in one tile
+//! (`tm = m · rb`, rb = bm for A, bk for Aᵀ): position `q` is a block column of their union, and
+//! tile rows `h · rb .. (h + 1) · rb` multiply block `perm[q · m + h]`, or zeros where that row
+//! lacks the column (`NO_BLOCK`):
+//! ```text
+//! for h in 0..m, i in 0..rb, j in the N tile:
+//!     acc = Σ_{q in q0..q1, perm[q·m + h] != NO_BLOCK} Σ_kk a(perm[q·m + h], i, kk) · opB[kidx[q]·kb + kk][j]
+//!     C[b][r*tm + h*rb + i][j] = alpha*acc + beta*C[..][..]       (rows < M only)
+//! ```
 
-use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_SLOT, SpmmParams, WorkItem, flags};
+use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_BLOCK, NO_SLOT, SpmmParams, WorkItem, flags};
 
 use crate::core::epilogue::{DenseDest, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
@@ -35,6 +45,24 @@ fn kb_log2(p: &SpmmParams) -> u32 {
     if p.flags & flags::A_PERMUTED != 0 { p.bm_log2 } else { p.bk_log2 }
 }
 
+/// log2 of the extent of one block along the tile's rows: bm for A, bk for Aᵀ.
+#[inline(always)]
+fn rb_log2(p: &SpmmParams) -> u32 {
+    if p.flags & flags::A_PERMUTED != 0 { p.bk_log2 } else { p.bm_log2 }
+}
+
+/// Whether stream positions name their blocks through `perm` (Aᵀ, or a merged plan).
+#[inline(always)]
+fn tabled(p: &SpmmParams) -> bool {
+    p.flags & (flags::A_PERMUTED | flags::A_MERGED) != 0
+}
+
+/// Merged stream rows per tile, log2 (0 when the plan is not merged).
+#[inline(always)]
+fn merge_log2(p: &SpmmParams) -> u32 {
+    if p.flags & flags::A_MERGED != 0 { p.merge_log2 } else { 0 }
+}
+
 /// Element offset of matrix `batch`'s values of block `blk`, row `row`, column `col`.
 #[inline(always)]
 fn a_offset(p: &SpmmParams, batch: u32, blk: u32, row: u32, col: u32) -> usize {
@@ -42,7 +70,8 @@ fn a_offset(p: &SpmmParams, batch: u32, blk: u32, row: u32, col: u32) -> usize {
 }
 
 /// A portable thread block's item and its stream: block `i` of the item is position
-/// `blk_begin + i`, with its K-block index at `cache[i]` and its block at `cache[MAX + i]`.
+/// `blk_begin + i`, with its K-block index at `cache[i]` and its blocks (one per merged row `h`)
+/// at `cache[MAX + i · m + h]`.
 #[derive(Clone, Copy)]
 pub struct PortableItem {
     item: WorkItem,
@@ -59,11 +88,11 @@ impl PortableItem {
     unsafe fn kblk(&self, i: u32) -> u32 {
         unsafe { ld_shared_u32(self.cache + 4 * i) }
     }
-    /// The block item block `i` is (its values).
+    /// The block of merged row `h` at item position `i` (its values), or `NO_BLOCK`.
     #[inline(always)]
-    unsafe fn blk(&self, p: &SpmmParams, i: u32) -> u32 {
-        if p.flags & flags::A_PERMUTED != 0 {
-            unsafe { ld_shared_u32(self.cache + 4 * (MAX_ITEM_BLOCKS + i)) }
+    unsafe fn blk(&self, p: &SpmmParams, i: u32, h: u32) -> u32 {
+        if tabled(p) {
+            unsafe { ld_shared_u32(self.cache + 4 * (MAX_ITEM_BLOCKS + (i << merge_log2(p)) + h)) }
         } else {
             self.item.blk_begin + i
         }
@@ -83,22 +112,26 @@ impl PortableOp for Spmm {
     unsafe fn prepare(p: &SpmmParams, t: MmaTile, cache: u32, tid: u32) -> PortableItem {
         let item = unsafe { this_block_item(&p.work) };
         let nblk = item.blk_end - item.blk_begin;
-        if nblk > MAX_ITEM_BLOCKS {
+        let ml = merge_log2(p);
+        if nblk > MAX_ITEM_BLOCKS >> ml {
             trap(); // the planner never emits this
         }
         let kidx = p.kidx as *const u32;
         let perm = p.perm as *const u32;
-        let permuted = p.flags & flags::A_PERMUTED != 0;
         let mut i = tid;
         while i < nblk {
             let q = item.blk_begin + i;
-            unsafe {
-                st_shared_u32(cache + 4 * i, ld_global_nc_u32(kidx.wrapping_add(q as usize)));
-                if permuted {
-                    st_shared_u32(cache + 4 * (MAX_ITEM_BLOCKS + i), ld_global_nc_u32(perm.wrapping_add(q as usize)));
-                }
-            }
+            unsafe { st_shared_u32(cache + 4 * i, ld_global_nc_u32(kidx.wrapping_add(q as usize))) };
             i += t.threads();
+        }
+        if tabled(p) {
+            // (nblk, m) block words.
+            let (first, words) = (item.blk_begin << ml, nblk << ml);
+            let mut w = tid;
+            while w < words {
+                unsafe { st_shared_u32(cache + 4 * (MAX_ITEM_BLOCKS + w), ld_global_nc_u32(perm.wrapping_add((first + w) as usize))) };
+                w += t.threads();
+            }
         }
         PortableItem { item, cache, ktot: nblk << kb_log2(p), n0: item.n_tile * t.tn }
     }
@@ -111,16 +144,22 @@ impl PortableOp for Spmm {
     #[inline(always)]
     unsafe fn a_chunk<const A_MN: bool>(p: &SpmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
         let kb_log2 = kb_log2(p);
-        // K-major (A): row = M row of the block, chunk along its columns (K).
+        // K-major (A): row = M row of the tile, chunk along the block's columns (K).
         // MN-major (Aᵀ): row = K = a row of the block, chunk along its columns (M).
-        let k = if A_MN { k0 + row } else { k0 + 8 * chunk };
+        let (k, m) = if A_MN { (k0 + row, 8 * chunk) } else { (k0 + 8 * chunk, row) };
         let values = p.a_values as *const u16;
         if k >= it.ktot {
             return (values as *const u8, 0);
         }
         let (i, kin) = (k >> kb_log2, k & ((1 << kb_log2) - 1));
-        let blk = unsafe { it.blk(p, i) };
-        let off = if A_MN { a_offset(p, it.item.batch, blk, kin, 8 * chunk) } else { a_offset(p, it.item.batch, blk, row, kin) };
+        // The merged row of tile row m, and m inside its block.
+        let rb_log2 = rb_log2(p);
+        let (h, min) = (m >> rb_log2, m & ((1 << rb_log2) - 1));
+        let blk = unsafe { it.blk(p, i, h) };
+        if blk == NO_BLOCK {
+            return (values as *const u8, 0);
+        }
+        let off = if A_MN { a_offset(p, it.item.batch, blk, kin, min) } else { a_offset(p, it.item.batch, blk, min, kin) };
         (values.wrapping_add(off) as *const u8, 16)
     }
 
@@ -151,7 +190,13 @@ impl PortableOp for Spmm {
     unsafe fn store<O: Output>(p: &SpmmParams, it: &PortableItem, t: MmaTile, w: WarpTile, acc: &Acc) {
         let item = &it.item;
         if item.partial_slot == NO_SLOT {
-            let d = DenseDest::tile::<O>(&p.out, item.batch, item.tile_row * t.tm + w.row0, item.n_tile * t.tn + w.col0);
+            let row0 = item.tile_row * t.tm + w.row0;
+            // The rows of a merged tile past the last stream row do not exist (the planner
+            // merges only where a warp's rows lie inside one stream row).
+            if row0 >= p.out.rows {
+                return;
+            }
+            let d = DenseDest::tile::<O>(&p.out, item.batch, row0, item.n_tile * t.tn + w.col0);
             unsafe { w.store::<O, _>(&d, 0, acc) };
         } else {
             unsafe { w.store_partial(partial_tile(&p.work, item.partial_slot, t.tm * t.tn), t.tn, acc) };
@@ -164,7 +209,11 @@ mod hopper {
     use super::*;
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
-    use blocksparse_abi::{BOX, WG_K, WgmmaTile, WorkParams};
+    use crate::ptx_sm90::tma_load_3d;
+    use blocksparse_abi::{BOX, BOX_BYTES, WG_K, WG_M, WGMMA_TILE_ROWS, WgmmaTile, WorkParams};
+
+    /// Stream rows of a merged Hopper tile at most: each is a 64-row box of the tile.
+    const MAX_MERGED: usize = (WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] / BOX) as usize;
 
     /// The producer's stream of K stages over this block's items. Global reads are issued one
     /// step ahead of their use, so their latency hides behind the barrier wait and TMA issue of
@@ -181,13 +230,14 @@ mod hopper {
     }
 
     /// One stage: the item's output tile and batch, the K offset inside the current block, the
-    /// block and its K-block index.
+    /// block of each merged row (`blk[0]` alone when the plan is not merged; `NO_BLOCK`: zeros)
+    /// and their K-block index.
     #[derive(Clone, Copy)]
     pub struct Stage {
         n_tile: u32,
         batch: u32,
         kin: u32,
-        blk: u32,
+        blk: [u32; MAX_MERGED],
         kblk: u32,
     }
 
@@ -205,11 +255,20 @@ mod hopper {
             self.kt += 1;
             let q = self.item.blk_begin + (k >> kb_log2);
             let kblk = unsafe { ld_global_nc_u32((p.kidx as *const u32).wrapping_add(q as usize)) };
-            let blk = if p.flags & flags::A_PERMUTED != 0 {
-                unsafe { ld_global_nc_u32((p.perm as *const u32).wrapping_add(q as usize)) }
+            let mut blk = [NO_BLOCK; MAX_MERGED];
+            if tabled(p) {
+                let ml = merge_log2(p);
+                let words = (p.perm as *const u32).wrapping_add((q << ml) as usize);
+                let mut h = 0;
+                while h < MAX_MERGED {
+                    if h < 1 << ml {
+                        blk[h] = unsafe { ld_global_nc_u32(words.wrapping_add(h)) };
+                    }
+                    h += 1;
+                }
             } else {
-                q
-            };
+                blk[0] = q;
+            }
             Some(Stage { n_tile: self.item.n_tile, batch: self.item.batch, kin: k & ((1 << kb_log2) - 1), blk, kblk })
         }
     }
@@ -236,14 +295,29 @@ mod hopper {
         unsafe fn issue(&self, p: &SpmmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
             let a_mn = p.flags & flags::A_MN_MAJOR != 0;
             let b_k = p.flags & flags::B_K_MAJOR != 0;
-            // The A map is the values as a (nnzb · bm, bk) matrix: a K-major box starts at
-            // column kin of the block's first row; MN-major boxes at row kin of the block.
-            let blk_row = s.blk << p.bm_log2;
-            let (k, m) = if a_mn { (blk_row + s.kin, 0) } else { (s.kin, blk_row) };
             let b_row = (s.kblk << kb_log2(p)) + s.kin;
             let n0 = s.n_tile * t.tn();
             unsafe {
-                load_a(maps, t, a_mn, slot, k, m, s.batch, full);
+                // The A map is the values as a (nnzb · bm, bk) matrix: a K-major box starts at
+                // column kin of the block's first row; MN-major boxes at row kin of the block.
+                if p.flags & flags::A_MERGED == 0 {
+                    let blk_row = s.blk[0] << p.bm_log2;
+                    let (k, m) = if a_mn { (blk_row + s.kin, 0) } else { (s.kin, blk_row) };
+                    load_a(maps, t, a_mn, slot, k, m, s.batch, full);
+                } else {
+                    // Merged (the planner merges 64-row stream rows only): box h (a (64, 64)
+                    // map box, rows 64 h .. of the tile) is merged row h's block; a row without
+                    // a block there loads from row `a_rows`, past the end of the values: TMA
+                    // fills the box with zeros without reading memory.
+                    let mut h = 0;
+                    while h < t.tm / BOX {
+                        let blk = s.blk[h as usize];
+                        let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
+                        let (x, y) = if a_mn { (0, row + s.kin) } else { (s.kin, row) };
+                        tma_load_3d(slot.a + h * BOX_BYTES, maps.a, x, y, s.batch, full);
+                        h += 1;
+                    }
+                }
                 let mut j = 0;
                 while j < t.tn() / BOX {
                     load_b_box(maps, b_k, slot, j, n0 + j * BOX, b_row, s.batch, full);
@@ -276,6 +350,11 @@ mod hopper {
         unsafe fn store<O: Output>(p: &SpmmParams, item: &WorkItem, acc: &[f32; 128], c: &Consumer) {
             unsafe {
                 if item.partial_slot == NO_SLOT {
+                    // A merged tile's rows past the last stream row (whole warpgroups) do not
+                    // exist.
+                    if item.tile_row * c.t.tm + c.wm * WG_M >= p.out.rows {
+                        return;
+                    }
                     c.store_dense::<O>(&p.out, item, acc);
                 } else {
                     c.store_partial(&p.work, item.partial_slot, acc);

@@ -1,0 +1,209 @@
+//! Merged SpMM plans: `m` adjacent rows of the stream of A's blocks (block rows of A, or block
+//! columns for Aᵀ) share one output tile `m` times as tall, over the union of their K blocks;
+//! a row that lacks a block of the union multiplies zeros there (`NO_BLOCK`: the portable kernel
+//! zero-fills, the Hopper kernel loads a box past the end of the values, which TMA fills with
+//! zeros without reading memory). Where neighbouring rows share most of their columns (causal,
+//! sliding-window, block-diagonal masks), each B stage then serves `m` rows of A instead of one,
+//! and the small tiles' L2 roof (perf notes v13.1) moves up to the tall tile's.
+//!
+//! The choice between plans is [`l2_traffic`]'s model (perf notes v15): the kernels run near
+//! the L2 roof of their tiles, so the plan that moves the fewest bytes runs fastest, the zeros
+//! of a merged tile counted as traffic that carries no work.
+
+use blocksparse_abi::NO_BLOCK;
+
+use crate::error::{Error, Result};
+
+/// The stream of a merged plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Merged {
+    /// Offsets into `kidx`: merged row `g` (stream rows `g · m .. g · m + m`) is positions
+    /// `row_ptr[g] .. row_ptr[g + 1]`.
+    pub row_ptr: Vec<u32>,
+    /// Per position, its K-block index (increasing within a merged row).
+    pub kidx: Vec<u32>,
+    /// `(positions, m)`: per position, the block of each stream row of the group there, or
+    /// `NO_BLOCK`.
+    pub blocks: Vec<u32>,
+}
+
+/// Merges each run of `m` adjacent rows of the stream (`row_ptr`, K indices `kidx` increasing
+/// within each row, position `q` holding block `block(q)`) into one row over the union of
+/// their K indices. The last group may hold fewer than `m` rows (its missing rows have no
+/// blocks).
+pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) -> u32, m: usize) -> Result<Merged> {
+    let m = m.max(1);
+    let rows = row_ptr.len().saturating_sub(1);
+    let groups = rows.div_ceil(m);
+    let mut out = Merged { row_ptr: Vec::with_capacity(groups + 1), kidx: Vec::new(), blocks: Vec::new() };
+    out.row_ptr.push(0);
+    // (K index, row in the group, block) of one group, sorted by K.
+    let mut entries: Vec<(u32, usize, u32)> = Vec::new();
+    for g in 0..groups {
+        entries.clear();
+        for h in 0..m.min(rows - g * m) {
+            let r = g * m + h;
+            let (lo, hi) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
+            entries.extend(kidx[lo..hi].iter().enumerate().map(|(i, &k)| (k, h, block(lo + i))));
+        }
+        entries.sort_unstable();
+        let mut last = None;
+        for &(k, h, blk) in &entries {
+            if last != Some(k) {
+                out.kidx.push(k);
+                out.blocks.extend(std::iter::repeat_n(NO_BLOCK, m));
+                last = Some(k);
+            }
+            let at = out.blocks.len() - m + h;
+            out.blocks[at] = blk;
+        }
+        let positions =
+            u32::try_from(out.kidx.len()).map_err(|_| Error::TooLarge { what: "merged stream positions", value: out.kidx.len() })?;
+        out.row_ptr.push(positions);
+    }
+    if u32::try_from(out.blocks.len()).is_err() {
+        return Err(Error::TooLarge { what: "merged stream block words", value: out.blocks.len() });
+    }
+    Ok(out)
+}
+
+/// The model's L2 traffic, in elements, of streaming rows of the given lengths (in K blocks of
+/// depth `kb`) through `(tm, tn)` output tiles over `n` columns: each stage of a tile reads a
+/// `(tm, ks)` slice of A and a `(ks, tn)` slice of B, so a row of `len` blocks costs
+/// `len · kb · ⌈n / tn⌉ · (tm + tn)`. Across the tiles of both kernel families the measured
+/// rates follow this traffic (perf notes v15), and the zero rows a merged tile streams are
+/// counted like any other.
+pub(crate) fn l2_traffic(lens: impl Iterator<Item = u32>, kb: u32, (tm, tn): (u32, u32), n: usize) -> u128 {
+    let per_stage_row = n.div_ceil(tn.max(1) as usize) as u128 * (tm as u128 + tn as u128) * kb as u128;
+    lens.map(|l| l as u128).sum::<u128>() * per_stage_row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pairs::tests::csr;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// A random `(rows, cols)` pattern of the given density, as CSR.
+    fn pattern(rows: usize, cols: usize, density: f64, rng: &mut SmallRng) -> (Vec<u32>, Vec<u32>) {
+        let mask: Vec<bool> = (0..rows * cols).map(|_| rng.random_bool(density)).collect();
+        csr(&mask, cols)
+    }
+
+    /// A stream row's blocks as (K index, block); none past the last row.
+    fn row_blocks(row_ptr: &[u32], kidx: &[u32], block: &dyn Fn(usize) -> u32, r: usize) -> Vec<(u32, u32)> {
+        if r + 1 >= row_ptr.len() {
+            return Vec::new();
+        }
+        (row_ptr[r] as usize..row_ptr[r + 1] as usize).map(|q| (kidx[q], block(q))).collect()
+    }
+
+    #[test]
+    fn merged_rows_hold_each_block_once_at_its_column() {
+        let seed: u64 = rand::random();
+        let mut rng = SmallRng::seed_from_u64(seed);
+        for m in [1usize, 2, 3, 4, 8] {
+            for rows in [0usize, 1, 2, 5, 9, 16] {
+                let density = rng.random_range(0.0..1.0);
+                let (row_ptr, kidx) = pattern(rows, 11, density, &mut rng);
+                // Blocks through a permutation, as the stream of Aᵀ has them.
+                let perm: Vec<u32> = (0..kidx.len() as u32).rev().collect();
+                let block = |q: usize| perm[q];
+                let g = merge_rows(&row_ptr, &kidx, block, m).unwrap();
+                assert_eq!(g.row_ptr.len(), rows.div_ceil(m) + 1, "seed {seed}");
+                assert_eq!(g.blocks.len(), g.kidx.len() * m, "seed {seed}");
+                for grp in 0..rows.div_ceil(m) {
+                    let (lo, hi) = (g.row_ptr[grp] as usize, g.row_ptr[grp + 1] as usize);
+                    // Positions: the sorted union of the group's K indices.
+                    let mut union: Vec<u32> =
+                        (grp * m..(grp * m + m).min(rows)).flat_map(|r| row_blocks(&row_ptr, &kidx, &block, r)).map(|(k, _)| k).collect();
+                    union.sort_unstable();
+                    union.dedup();
+                    assert_eq!(&g.kidx[lo..hi], &union[..], "seed {seed}");
+                    // Each row's blocks, read back from the table.
+                    for h in 0..m {
+                        let got: Vec<(u32, u32)> =
+                            (lo..hi).filter(|&p| g.blocks[p * m + h] != NO_BLOCK).map(|p| (g.kidx[p], g.blocks[p * m + h])).collect();
+                        assert_eq!(
+                            got,
+                            row_blocks(&row_ptr, &kidx, &block, grp * m + h),
+                            "seed {seed}: m {m} rows {rows} group {grp} row {h}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The merged stream, evaluated as the kernels' docs say (tile rows `h · rb ..` multiply
+    /// their row's block or nothing; rows past M are not stored), gives A · B.
+    #[test]
+    fn merged_stream_computes_the_product() {
+        let seed: u64 = rand::random();
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let (bm, bk, n, cols) = (3usize, 2usize, 5usize, 6usize);
+        for m in [2usize, 4] {
+            for rows in [1usize, 3, 6, 7] {
+                let (row_ptr, kidx) = pattern(rows, cols, 0.4, &mut rng);
+                let vals: Vec<f64> = (0..kidx.len() * bm * bk).map(|_| rng.random_range(-1.0..1.0)).collect();
+                let b: Vec<f64> = (0..cols * bk * n).map(|_| rng.random_range(-1.0..1.0)).collect();
+                let a_at = |blk: usize, i: usize, kk: usize| vals[(blk * bm + i) * bk + kk];
+                let b_at = |kblk: u32, kk: usize, j: usize| b[(kblk as usize * bk + kk) * n + j];
+                // Reference: C = A · B.
+                let mut want = vec![0.0; rows * bm * n];
+                for r in 0..rows {
+                    let lo = row_ptr[r] as usize;
+                    for (q, &k) in kidx.iter().enumerate().take(row_ptr[r + 1] as usize).skip(lo) {
+                        for (i, kk, j) in (0..bm).flat_map(|i| (0..bk).flat_map(move |kk| (0..n).map(move |j| (i, kk, j)))) {
+                            want[(r * bm + i) * n + j] += a_at(q, i, kk) * b_at(k, kk, j);
+                        }
+                    }
+                }
+                let g = merge_rows(&row_ptr, &kidx, |q| q as u32, m).unwrap();
+                let tm = m * bm;
+                let mut got = vec![f64::NAN; rows * bm * n];
+                for t in 0..rows.div_ceil(m) {
+                    for ti in 0..tm {
+                        let (h, i, row) = (ti / bm, ti % bm, t * tm + ti);
+                        if row >= rows * bm {
+                            continue;
+                        }
+                        for j in 0..n {
+                            let mut acc = 0.0;
+                            for p in g.row_ptr[t] as usize..g.row_ptr[t + 1] as usize {
+                                let blk = g.blocks[p * m + h];
+                                if blk != NO_BLOCK {
+                                    acc += (0..bk).map(|kk| a_at(blk as usize, i, kk) * b_at(g.kidx[p], kk, j)).sum::<f64>();
+                                }
+                            }
+                            got[row * n + j] = acc;
+                        }
+                    }
+                }
+                for (e, (w, g)) in want.iter().zip(&got).enumerate() {
+                    assert!((w - g).abs() <= 1e-12 * (1.0 + w.abs()), "seed {seed}: m {m} rows {rows} element {e}: {g} vs {w}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn traffic_prefers_merging_shared_columns_and_not_random_ones() {
+        // 64-row blocks, 128 K blocks, N = 8192: the Hopper tiles (64, 512) unmerged and
+        // (128, 256) merged in pairs.
+        let (rows, n) = (128usize, 8192usize);
+        let mut rng = SmallRng::seed_from_u64(rand::random());
+        let banded: Vec<bool> = (0..rows * rows).map(|e| (e / rows).abs_diff(e % rows) <= 8).collect();
+        let causal: Vec<bool> = (0..rows * rows).map(|e| e % rows <= e / rows).collect();
+        let random: Vec<bool> = (0..rows * rows).map(|_| rng.random_bool(0.125)).collect();
+        for (name, mask, merge) in [("banded", banded, true), ("causal", causal, true), ("random", random, false)] {
+            let (row_ptr, kidx) = csr(&mask, rows);
+            let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
+            let plain = l2_traffic(lens(&row_ptr).into_iter(), 64, (64, 512), n);
+            let g = merge_rows(&row_ptr, &kidx, |q| q as u32, 2).unwrap();
+            let merged = l2_traffic(lens(&g.row_ptr).into_iter(), 64, (128, 256), n);
+            assert_eq!(merged < plain, merge, "{name}: merged {merged} vs plain {plain}");
+        }
+    }
+}
