@@ -16,6 +16,9 @@
 #   spgemm_peers the same with PyTorch's CSR x CSR on the same patterns (each case in its own
 #                python3, at most SPGEMM_PEER_TIMEOUT s, default 45): run it as its own command,
 #                8 cases may take 8 x that
+#   masks        bench of the mask families of real workloads at 32, 64 and 128 blocks, with
+#                the planner's choice and forced merges of 1, 2 and 4 block rows per tile
+#   masks_peers  the same with PyTorch's kernel, default and tuned for the GPU on each case
 #   ncu          Nsight Compute on the op bench at NCU_BLOCKS (default 64; or the bench arguments
 #                NCU_BENCH_ARGS) for the kernels matching NCU_KERNEL (regex, default sddmm_wgmma),
 #                NCU_COUNT launches after NCU_SKIP; log ncu_$NCU_TAG
@@ -60,6 +63,11 @@ for s in "$@"; do
         spgemm_peers)
             step spgemm_peers "$XTASK" bench --no-plain --spgemm --peers --peer-timeout "${SPGEMM_PEER_TIMEOUT:-45}" \
                 --json "$LOGS/spgemm_peers.json" ;;
+        masks)
+            step masks "$XTASK" bench --masks --merge 1,2,4 --blocks 32,64,128 --json "$LOGS/masks.json" ;;
+        masks_peers)
+            step masks_peers "$XTASK" bench --masks --merge 1,2,4 --blocks 32,64,128 --peers --tune \
+                --peer-cache "$LOGS/torch_tuned.json" --json "$LOGS/masks_peers.json" ;;
         ncu)
             # shellcheck disable=SC2086
             step "ncu_${NCU_TAG:-${NCU_BLOCKS:-64}}" ncu --clock-control none --kernel-name "regex:${NCU_KERNEL:-sddmm_wgmma}" \

@@ -27,6 +27,10 @@ pub struct Args {
     /// Rebuild into a scratch folder and compare with the committed files instead of writing them.
     #[arg(long)]
     check: bool,
+    /// Build only the modules whose file name (e.g. `spmm_hopper.sm_90a`) contains this, into
+    /// target/build-ptx/only/ (for reading their SASS), leaving host/kernels as it is.
+    #[arg(long, conflicts_with = "check")]
+    only: Option<String>,
 }
 
 type Res<T> = Result<T, String>;
@@ -41,7 +45,13 @@ pub fn run(args: Args) -> Res<bool> {
     let channel = pinned_channel(&root)?;
     let ptxas = ptxas(&root)?;
     let scratch = root.join("target/build-ptx");
-    let out = scratch.join(if args.check { "check" } else { "out" });
+    let out = scratch.join(if args.check {
+        "check"
+    } else if args.only.is_some() {
+        "only"
+    } else {
+        "out"
+    });
     if out.exists() {
         std::fs::remove_dir_all(&out).map_err(|e| format!("remove {}: {e}", out.display()))?;
     }
@@ -52,8 +62,8 @@ pub fn run(args: Args) -> Res<bool> {
         let jobs: Vec<_> = Arch::ALL
             .iter()
             .map(|&arch| {
-                let (root, channel, ptxas, scratch) = (&root, &channel, &ptxas, &scratch);
-                s.spawn(move || build_arch(root, channel, ptxas, &scratch.join(arch.target()), arch))
+                let (root, channel, ptxas, scratch, only) = (&root, &channel, &ptxas, &scratch, args.only.as_deref());
+                s.spawn(move || build_arch(root, channel, ptxas, &scratch.join(arch.target()), arch, only))
             })
             .collect();
         let mut files = Vec::new();
@@ -63,10 +73,18 @@ pub fn run(args: Args) -> Res<bool> {
         Ok::<_, String>(files)
     })?;
     let mut files: BTreeMap<String, Vec<u8>> = files.into_iter().collect();
-    files.insert(TABLE.into(), include_table().into_bytes());
+    if args.only.is_none() {
+        files.insert(TABLE.into(), include_table().into_bytes());
+    }
     for (name, bytes) in &files {
         let path = out.join(name);
         std::fs::write(&path, bytes).map_err(|e| format!("write {}: {e}", path.display()))?;
+    }
+    if args.only.is_some() {
+        for name in files.keys() {
+            println!("{}", out.join(name).display());
+        }
+        return Ok(true);
     }
 
     let committed = root.join(KERNELS_DIR);
@@ -111,10 +129,13 @@ fn ptxas(root: &Path) -> Res<PathBuf> {
 }
 
 /// The PTX and cubin of every module of `arch`, named `<module>.<target>.{ptx,cubin}`.
-fn build_arch(root: &Path, channel: &str, ptxas: &Path, target_dir: &Path, arch: Arch) -> Res<Vec<(String, Vec<u8>)>> {
+fn build_arch(root: &Path, channel: &str, ptxas: &Path, target_dir: &Path, arch: Arch, only: Option<&str>) -> Res<Vec<(String, Vec<u8>)>> {
     let mut files = Vec::new();
     for module in arch.modules() {
         let stem = module.file_stem(arch);
+        if only.is_some_and(|o| !stem.contains(o)) {
+            continue;
+        }
         let ptx = patch_entry_headers(build_module(root, channel, target_dir, arch, module)?)?;
         let ptx_path = target_dir.join(format!("{stem}.ptx"));
         let cubin_path = target_dir.join(format!("{stem}.cubin"));

@@ -351,8 +351,10 @@ mod hopper {
             unsafe {
                 if item.partial_slot == NO_SLOT {
                     // A merged tile's rows past the last stream row (whole warpgroups) do not
-                    // exist.
-                    if item.tile_row * c.t.tm + c.wm * WG_M >= p.out.rows {
+                    // exist. (Only tiles of several warpgroups' rows are merged: the 64-row
+                    // tile keeps its store free of the branch, which would cost it ptxas's
+                    // divergence handling around the quad-transpose shuffles.)
+                    if c.t.tm > WG_M && item.tile_row * c.t.tm + c.wm * WG_M >= p.out.rows {
                         return;
                     }
                     c.store_dense::<O>(&p.out, item, acc);
