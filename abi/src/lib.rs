@@ -46,8 +46,10 @@ pub const CHUNK_ELEMS: u32 = 8;
 /// elements, so every row starts on a 16-byte boundary and 16-byte copies never straddle rows.
 pub const LD_ALIGN: u32 = 8;
 
-/// A work item longer than this many A blocks is split by the planner: the portable kernel keeps
-/// the item's block indices in shared memory, `(MAX_ITEM_BLOCKS, 2)` of them.
+/// A work item longer than this many stream positions is split by the planner: the portable
+/// kernel keeps the item's K-block indices and its blocks in shared memory, `MAX_ITEM_BLOCKS`
+/// words each (a merged plan's `m` blocks per position: items of at most `MAX_ITEM_BLOCKS / m`
+/// positions).
 pub const MAX_ITEM_BLOCKS: u32 = 256;
 
 /// Marks a work item that writes its output directly (no split-K partial slot).
@@ -482,10 +484,13 @@ pub struct SpmmParams {
     pub work: WorkParams,
     /// `(batch, nnzb, bm, bk)` block values, row-major within each block.
     pub a_values: u64,
-    /// `(nnzb,)` K-block index of each stream position (A's column indices, or for Aᵀ the
-    /// block rows in column order).
+    /// `(positions,)` K-block index of each stream position (A's column indices, or for Aᵀ the
+    /// block rows in column order; for a merged plan, the block columns of each merged row's
+    /// union). Unmerged, the positions are A's nnzb blocks.
     pub kidx: u64,
-    /// `(nnzb,)` block of each stream position (Aᵀ); 0 when the stream is A's own order.
+    /// `(positions, 1 << merge_log2)` block of each stream position (Aᵀ), or of each merged
+    /// row there ([`flags::A_MERGED`]; `NO_BLOCK` where it has none); 0 when the stream is A's
+    /// own order.
     pub perm: u64,
     /// Dense op(B).
     pub b: u64,

@@ -1,7 +1,9 @@
 //! The library's one error type. Every invalid input is reported before anything is launched.
 
-/// What went wrong. Each variant names the offending value.
+/// What went wrong. Each variant names the offending value. New variants may come with new
+/// features: match with a wildcard arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// No NVIDIA driver could be loaded, or it reports no device.
     #[error("no CUDA device: {0}")]

@@ -68,13 +68,16 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
 }
 
 /// The model's L2 traffic, in elements, of streaming rows of the given lengths (in K blocks of
-/// depth `kb`) through `(tm, tn)` output tiles over `n` columns: each stage of a tile reads a
-/// `(tm, ks)` slice of A and a `(ks, tn)` slice of B, so a row of `len` blocks costs
-/// `len · kb · ⌈n / tn⌉ · (tm + tn)`. Across the tiles of both kernel families the measured
-/// rates follow this traffic (perf notes v15), and the zero rows a merged tile streams are
-/// counted like any other.
-pub(crate) fn l2_traffic(lens: impl Iterator<Item = u32>, kb: u32, (tm, tn): (u32, u32), n: usize) -> u128 {
-    let per_stage_row = n.div_ceil(tn.max(1) as usize) as u128 * (tm as u128 + tn as u128) * kb as u128;
+/// depth `kb`) through `(tm, tn)` output tiles over `n` columns: each stage of each of the
+/// `⌈n / tn⌉` N tiles reads a `(tm, ks)` slice of A, and of B the `(ks, ·)` columns that exist,
+/// in units of `b_unit` columns (a 64-column TMA box on the Hopper kernel, a 16-byte chunk on
+/// the portable one); a row of `len` blocks costs `len · kb · (⌈n / tn⌉ · tm + ⌈n⌉_b_unit)`.
+/// Across the tiles of both kernel families the measured rates follow this traffic (perf notes
+/// v15), and the zero rows a merged tile streams are counted like any other.
+pub(crate) fn l2_traffic(lens: impl Iterator<Item = u32>, kb: u32, (tm, tn): (u32, u32), b_unit: u32, n: usize) -> u128 {
+    let n = n as u128;
+    let (tm, tn, unit) = (tm as u128, tn.max(1) as u128, b_unit.max(1) as u128);
+    let per_stage_row = (n.div_ceil(tn) * tm + n.div_ceil(unit) * unit) * kb as u128;
     lens.map(|l| l as u128).sum::<u128>() * per_stage_row
 }
 
@@ -190,20 +193,27 @@ mod tests {
 
     #[test]
     fn traffic_prefers_merging_shared_columns_and_not_random_ones() {
-        // 64-row blocks, 128 K blocks, N = 8192: the Hopper tiles (64, 512) unmerged and
-        // (128, 256) merged in pairs.
-        let (rows, n) = (128usize, 8192usize);
-        let mut rng = SmallRng::seed_from_u64(rand::random());
+        // 64-row blocks, 128 K blocks: the Hopper tiles (64, 512) unmerged and (128, 256)
+        // merged in pairs (B in 64-column boxes); and 32-row blocks on the portable tiles
+        // (32, 256) unmerged, (128, 128) merged in fours (B in 8-column chunks). A wide N and
+        // narrow ones (one N tile, where B's columns that do not exist must not count).
+        let rows = 128usize;
+        let seed: u64 = rand::random();
+        let mut rng = SmallRng::seed_from_u64(seed);
         let banded: Vec<bool> = (0..rows * rows).map(|e| (e / rows).abs_diff(e % rows) <= 8).collect();
         let causal: Vec<bool> = (0..rows * rows).map(|e| e % rows <= e / rows).collect();
         let random: Vec<bool> = (0..rows * rows).map(|_| rng.random_bool(0.125)).collect();
+        let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
         for (name, mask, merge) in [("banded", banded, true), ("causal", causal, true), ("random", random, false)] {
             let (row_ptr, kidx) = csr(&mask, rows);
-            let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
-            let plain = l2_traffic(lens(&row_ptr).into_iter(), 64, (64, 512), n);
-            let g = merge_rows(&row_ptr, &kidx, |q| q as u32, 2).unwrap();
-            let merged = l2_traffic(lens(&g.row_ptr).into_iter(), 64, (128, 256), n);
-            assert_eq!(merged < plain, merge, "{name}: merged {merged} vs plain {plain}");
+            for n in [8192usize, 1000, 256, 64, 1] {
+                for (kb, plain_tile, merged_tile, m, unit) in [(64, (64, 512), (128, 256), 2, 64), (32, (32, 256), (128, 128), 4, 8)] {
+                    let plain = l2_traffic(lens(&row_ptr).into_iter(), kb, plain_tile, unit, n);
+                    let g = merge_rows(&row_ptr, &kidx, |q| q as u32, m).unwrap();
+                    let merged = l2_traffic(lens(&g.row_ptr).into_iter(), kb, merged_tile, unit, n);
+                    assert_eq!(merged < plain, merge, "seed {seed}: {name}, N {n}, m {m}: merged {merged} vs plain {plain}");
+                }
+            }
         }
     }
 }

@@ -390,7 +390,9 @@ impl<'a, T: InputElement> Bench<'a, T> {
     fn dense_sparse(&mut self, a: &DeviceBsr<T>, x_layout: Layout, op_a: Transpose, m: usize) -> Res<(f64, String)> {
         let (ctx, reps) = (self.ctx, self.args.reps);
         let plan = ctx.plan_dense_sparse(a, op_a, m).map_err(err)?;
-        let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+        let merged = plan.merged_rows();
+        let kernel =
+            format!("{:?}{}{}", plan.tile().family, plan.tile().shape().0, if merged > 1 { format!("/{merged}") } else { String::new() });
         let (k, n) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
         let batch = a.batch();
         self.pool.get(ctx, key3(batch, m, k, x_layout), 0, &mut self.rng)?;

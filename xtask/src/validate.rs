@@ -228,7 +228,7 @@ impl Cases {
         self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch, merge: None });
     }
 
-    /// The last case, planned with `m` stream rows merged per tile.
+    /// The last case, planned with `m` stream rows merged per tile (1: unmerged).
     fn merged(&mut self, m: u32) {
         if let Some(c) = self.0.last_mut() {
             c.merge = Some(m);
@@ -267,6 +267,8 @@ fn cases() -> Vec<Case> {
         for input in [F16, Bf16] {
             for output in [F16, Bf16, F32] {
                 v.push(plain, (8 * bs, 6 * bs, 129), (bs, bs), (input, output), Pattern::Uniform(0.3), (1.0, 0.0), 1);
+                // The unmerged kernels, whatever the planner's choice for the pattern drawn.
+                v.merged(1);
             }
         }
     }
@@ -317,6 +319,7 @@ fn cases() -> Vec<Case> {
                     let ab = if i % 3 == 0 { (1.5, -0.75) } else { (1.0, 0.0) };
                     let pat = if i % 5 == 0 { Pattern::Skewed(0.3, 1, 0.5) } else { Pattern::Uniform(0.35) };
                     v.push(op, (6 * bm.max(bk), 5 * bm.max(bk), 264 - 7 * (i % 3)), (bm, bk), dt, pat, ab, 1);
+                    v.merged(1);
                     i += 1;
                 }
                 // Long rows (split-K + fix-up) and empty rows in this layout.

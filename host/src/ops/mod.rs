@@ -55,6 +55,11 @@ pub struct PlanOptions {
     /// where neighbouring rows share most of their columns (causal, banded, block-diagonal
     /// masks) and not on random ones.
     ///
+    /// Non-finite values: a merged tile multiplies explicit zeros where a row lacks a block of
+    /// the union, so an Inf or NaN in op(B)'s rows of that block column makes NaN (0 · Inf)
+    /// in the merged rows that lack it, where an unmerged plan leaves them finite. With
+    /// operands that may hold Inf or NaN, plan with `Some(1)`.
+    ///
     /// [`Error::UnsupportedMerge`]: crate::Error::UnsupportedMerge
     pub merge_rows: Option<u32>,
 }

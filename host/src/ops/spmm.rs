@@ -21,8 +21,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BOX, BlockOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, SpmmParams, WG_K, WGMMA_TILE_ROWS,
-    WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    BOX, BlockOut, CHUNK_ELEMS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, SpmmParams, WG_K,
+    WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
-use crate::merge::{l2_traffic, merge_rows};
+use crate::merge::{Merged, l2_traffic, merge_rows};
 use crate::plan::{DeviceWork, RowsSpec, WorkList, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
@@ -99,7 +99,8 @@ impl SpmmPlan {
     }
     /// Adjacent block rows of op(A) (as the kernel streams it: columns of op(A) for dense ×
     /// sparse) that share one output tile: 1 unless the plan merged them
-    /// ([`PlanOptions::merge_rows`]).
+    /// ([`PlanOptions::merge_rows`], which also says how merged plans treat non-finite
+    /// values).
     pub fn merged_rows(&self) -> usize {
         1 << self.merge_log2
     }
@@ -194,31 +195,37 @@ impl Context {
         };
         let block_of = |q: usize| perm.as_ref().map_or(q as u32, |p| p[q]);
         // The plan: unmerged, or the merge asked for or (by default) the one the L2-traffic
-        // model prefers.
+        // model prefers. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, rb, kb)?;
         let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
-        let mut best: Option<(TileChoice, u32, u128)> = None;
+        let traffic = |rp: &[u32], choice: TileChoice| {
+            let b_unit = if choice.family == KernelFamily::Hopper { BOX } else { CHUNK_ELEMS };
+            l2_traffic(lens(rp).into_iter(), kb as u32, choice.shape(), b_unit, n)
+        };
+        let mut best: Option<(TileChoice, u32, u128, Option<Merged>)> = None;
         for &(choice, m) in &candidates {
             if opts.merge_rows.is_some_and(|want| want.max(1) != m) {
                 continue;
             }
-            let traffic = if m == 1 {
-                l2_traffic(lens(&row_ptr).into_iter(), kb as u32, choice.shape(), n)
+            let (t, merged) = if m == 1 {
+                (traffic(&row_ptr, choice), None)
             } else {
-                let merged = merge_rows(&row_ptr, &kidx, block_of, m as usize)?;
-                l2_traffic(lens(&merged.row_ptr).into_iter(), kb as u32, choice.shape(), n)
+                match merge_rows(&row_ptr, &kidx, block_of, m as usize) {
+                    Ok(merged) => (traffic(&merged.row_ptr, choice), Some(merged)),
+                    Err(e) if opts.merge_rows.is_some() => return Err(e),
+                    Err(_) => continue,
+                }
             };
-            if best.is_none_or(|(_, _, t)| traffic < t) {
-                best = Some((choice, m, traffic));
+            if best.as_ref().is_none_or(|b| t < b.2) {
+                best = Some((choice, m, t, merged));
             }
         }
-        let Some((choice, m, _)) = best else {
+        let Some((choice, m, _, merged)) = best else {
             let can: Vec<String> = candidates.iter().map(|(_, m)| m.to_string()).collect();
-            let rows = opts.merge_rows.unwrap_or(1);
             return Err(Error::UnsupportedMerge {
-                rows,
+                rows: opts.merge_rows.unwrap_or(1),
                 why: format!(
-                    "{}x{} blocks{} merge {} rows per tile on this device's kernels",
+                    "the kernels for {}x{} blocks{} can merge {} block row(s) per tile",
                     block.bm,
                     block.bk,
                     if kernel_op == Transpose::Yes { " streamed transposed" } else { "" },
@@ -227,11 +234,9 @@ impl Context {
             });
         };
         let merge_log2 = m.trailing_zeros();
-        let (row_ptr, stream) = if m > 1 {
-            let merged = merge_rows(&row_ptr, &kidx, block_of, m as usize)?;
-            (merged.row_ptr, Some((merged.kidx, merged.blocks)))
-        } else {
-            (row_ptr, perm.map(|p| (kidx, p)))
+        let (row_ptr, stream) = match merged {
+            Some(g) => (g.row_ptr, Some((g.kidx, g.blocks))),
+            None => (row_ptr, perm.map(|p| (kidx, p))),
         };
         let (tm32, tn) = choice.shape();
         let kernel = self.kernels.get(KernelKey {
