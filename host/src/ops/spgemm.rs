@@ -442,6 +442,11 @@ impl Context {
     /// says (A is `(M, K)` in `(bm, bk)` blocks, B `(K, N)` in `(bk, bn)` blocks). The plan's
     /// size is counted first ([`Context::spgemm_size`]); the plan then serves every product of
     /// matrices with these patterns.
+    ///
+    /// Non-finite values: a tile multiplies each A block of its records against every column
+    /// block of the tile, with zeros where the two do not pair, so an Inf or NaN in one operand
+    /// block can make NaN (0 · Inf) in other C blocks of the same tile. With finite inputs the
+    /// result is the plain sum over pairs.
     pub fn plan_spgemm<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: SpgemmOutput) -> Result<SpgemmPlan> {
         let (sym, choice) = self.spgemm_symbolic(a, b, &out)?;
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
