@@ -238,6 +238,9 @@ pub struct WgmmaTile {
     /// `tn / 128`: each 128-column group of the tile has its own A slice in the stage, and a
     /// consumer runs one `m64n128` step per group (SpGEMM: each group streams its own K list).
     pub a_groups: u32,
+    /// K depth of one stage: [`WG_K`] (64), or 32 for blocks 32 deep (SpMM's `(rb, 32)` A
+    /// boxes; K-major operands then lie in rows of 64 bytes, 64-byte swizzled).
+    pub ks: u32,
 }
 
 impl WgmmaTile {
@@ -253,18 +256,26 @@ impl WgmmaTile {
     pub const fn threads(&self) -> u32 {
         128 * (1 + self.consumers())
     }
-    /// `a_groups` A slices of `(tm, WG_K)`: each one K-major box or `tm / 64` MN-major boxes,
-    /// 128-byte swizzled.
+    /// `a_groups` A slices of `(tm, ks)`: K-major boxes, or `tm / 64` MN-major boxes.
     pub const fn a_stage_bytes(&self) -> u32 {
         self.a_groups * self.a_group_bytes()
     }
-    /// One A slice `(tm, WG_K)`.
+    /// One A slice `(tm, ks)`.
     pub const fn a_group_bytes(&self) -> u32 {
-        self.tm * WG_K * 2
+        self.tm * self.ks * 2
     }
-    /// `(tn / 64)` TMA boxes of `(WG_K, 64)` B, each 128-byte swizzled.
+    /// `(tn / 64)` TMA boxes of `(ks, 64)` B.
     pub const fn b_stage_bytes(&self) -> u32 {
-        WG_K * self.tn() * 2
+        self.ks * self.tn() * 2
+    }
+    /// One `(ks, 64)` box: of B, or of an MN-major A.
+    pub const fn box_bytes(&self) -> u32 {
+        self.ks * BOX * 2
+    }
+    /// Bytes of one row of a K-major operand in the stage (`ks` elements), which is also its
+    /// swizzle span: 128 or 64.
+    pub const fn k_row_bytes(&self) -> u32 {
+        self.ks * 2
     }
     /// Bytes one stage's loads deliver.
     pub const fn stage_bytes(&self) -> u32 {
@@ -295,6 +306,7 @@ impl WgmmaTile {
             && (self.c_buffers == 0 || self.c_buffers == 2)
             && (self.skew == 0 || (self.consumers() == 2 && self.skew < self.stages))
             && (self.a_groups == 1 || self.a_groups == self.tn() / 128)
+            && (self.ks == WG_K || (self.ks == 32 && self.a_groups == 1))
             && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
@@ -316,12 +328,17 @@ pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 /// then their grouped-A twins ([`WGMMA_GROUPED_TILES`], SpGEMM), whose larger A stages leave
 /// room for fewer ring stages.
 /// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
-pub const WGMMA_TILES: [WgmmaTile; 4] = [
-    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1 },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1 },
-    WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4 },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 3, c_buffers: 2, skew: 1, a_groups: 2 },
+pub const WGMMA_TILES: [WgmmaTile; 5] = [
+    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64 },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64 },
+    WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4, ks: 64 },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 3, c_buffers: 2, skew: 1, a_groups: 2, ks: 64 },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32 },
 ];
+
+/// Index into [`WGMMA_TILES`] of SpMM's tile for blocks 32 deep: 128 rows, stages of one
+/// 32-deep block column (A in `(rb, 32)` boxes, one per merged block row of `rb` rows).
+pub const WGMMA_K32_TILE: usize = 4;
 
 /// Index into [`WGMMA_TILES`] of the grouped-A tile with `WGMMA_TILE_ROWS[i]` rows.
 pub const WGMMA_GROUPED_TILES: [usize; 2] = [2, 3];
@@ -339,8 +356,11 @@ const _: () = {
         assert!(WGMMA_TILES[i].check(), "invalid WGMMA tile configuration");
         i += 1;
     }
+    assert!(WGMMA_TILES[WGMMA_K32_TILE].ks == 32 && WGMMA_TILES[WGMMA_K32_TILE].tm == WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1]);
     let mut i = 0;
     while i < WGMMA_TILE_ROWS.len() {
+        // SDDMM's and SpGEMM's tiles stream stages of WG_K.
+        assert!(WGMMA_TILES[i].ks == WG_K && WGMMA_TILES[WGMMA_GROUPED_TILES[i]].ks == WG_K);
         assert!(WGMMA_TILES[i].tm == WGMMA_TILE_ROWS[i] && WGMMA_TILES[i].a_groups == 1);
         let g = WGMMA_TILES[WGMMA_GROUPED_TILES[i]];
         assert!(g.tm == WGMMA_TILE_ROWS[i] && g.a_groups > 1);
@@ -781,6 +801,12 @@ macro_rules! for_each_kernel {
         $m!(spmm_wgmma_bf16_t128_f16, Spmm, Hopper, Bf16, 1, F16);
         $m!(spmm_wgmma_bf16_t128_bf16, Spmm, Hopper, Bf16, 1, Bf16);
         $m!(spmm_wgmma_bf16_t128_f32, Spmm, Hopper, Bf16, 1, F32);
+        $m!(spmm_wgmma_f16_t128k32_f16, Spmm, Hopper, F16, 4, F16);
+        $m!(spmm_wgmma_f16_t128k32_bf16, Spmm, Hopper, F16, 4, Bf16);
+        $m!(spmm_wgmma_f16_t128k32_f32, Spmm, Hopper, F16, 4, F32);
+        $m!(spmm_wgmma_bf16_t128k32_f16, Spmm, Hopper, Bf16, 4, F16);
+        $m!(spmm_wgmma_bf16_t128k32_bf16, Spmm, Hopper, Bf16, 4, Bf16);
+        $m!(spmm_wgmma_bf16_t128k32_f32, Spmm, Hopper, Bf16, 4, F32);
         $m!(sddmm_wgmma_f16_t64_f16, Sddmm, Hopper, F16, 0, F16);
         $m!(sddmm_wgmma_f16_t64_bf16, Sddmm, Hopper, F16, 0, Bf16);
         $m!(sddmm_wgmma_f16_t64_f32, Sddmm, Hopper, F16, 0, F32);

@@ -62,8 +62,8 @@ pub(crate) unsafe fn launch_func<P: Params>(
 
 /// A 3D tiled TMA descriptor over a batch of matrices at device address `ptr`: `dims` =
 /// (contiguous extent, rows, batch), `pitches` = (bytes between rows, bytes between matrices),
-/// `boxdim` = (contiguous, rows) of one box (the batch extent of a box is 1), 128-byte swizzle,
-/// zero fill out of range.
+/// `boxdim` = (contiguous, rows) of one box (the batch extent of a box is 1), swizzled over its
+/// contiguous extent (128 or 64 bytes), zero fill out of range.
 pub(crate) fn tensor_map<T: Element>(ptr: u64, dims: [u64; 3], pitches: [u64; 2], boxdim: [u32; 2]) -> Result<[u64; 16]> {
     let dtype = match T::DTYPE {
         DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
@@ -76,6 +76,13 @@ pub(crate) fn tensor_map<T: Element>(ptr: u64, dims: [u64; 3], pitches: [u64; 2]
     if dims.iter().any(|&d| d == 0 || d > u32::MAX as u64) || pitches.iter().any(|&p| p % 16 != 0 || p >= 1 << 40) {
         return Err(Error::TooLarge { what: "TMA tensor extent", value: dims.iter().copied().max().unwrap_or(0) as usize });
     }
+    // Swizzled over the box's contiguous extent: 128 bytes (64 f16/bf16, 32 f32), or 64 for the
+    // 32-deep K-major boxes of the Hopper tile for blocks 32 deep.
+    let swizzle = match boxdim[0] as usize * core::mem::size_of::<T>() {
+        128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        bytes => return Err(Error::KernelUnavailable(format!("no swizzled TMA layout for a box {bytes} bytes wide"))),
+    };
     let mut map = CUtensorMap { opaque: [0; 16] };
     let boxes = [boxdim[0], boxdim[1], 1u32];
     let elem_strides = [1u32, 1, 1];
@@ -92,7 +99,7 @@ pub(crate) fn tensor_map<T: Element>(ptr: u64, dims: [u64; 3], pitches: [u64; 2]
             boxes.as_ptr(),
             elem_strides.as_ptr(),
             cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle,
             cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )

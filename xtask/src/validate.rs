@@ -443,6 +443,39 @@ fn merged_cases(v: &mut Cases) {
             v.merged(m);
         }
     }
+    // The Hopper tile of 32-deep stages (blocks 32 deep or 32 rows, K-major A; an even number
+    // of 32-row block rows, so that rows past M fill whole warpgroups): every family, both
+    // layouts of B and C, one and two stages per block, unmerged 128-row blocks, dense ×
+    // sparse, split-K, batches. (`--path portable` runs them on the portable tiles.)
+    for (i, f) in MaskFamily::REAL.iter().enumerate() {
+        let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][i % 4];
+        v.push(plain, (34 * 32, 24 * 32, 264), (32, 32), dt, Pattern::Family(*f), if i % 2 == 0 { (1.0, 0.0) } else { (0.5, 1.5) }, 1);
+        v.merged(4);
+    }
+    let mut i = 0;
+    for b in [R, C] {
+        for c in [R, C] {
+            for &((bm, bk), m) in &[((32, 32), 4u32), ((64, 32), 2), ((32, 64), 4), ((128, 32), 1)] {
+                let dt = [(F16, F32), (Bf16, Bf16), (F16, F16), (Bf16, F32)][i % 4];
+                let pat = [Pattern::EmptyRows(0.4), Pattern::Banded(0.3), Pattern::Uniform(0.35)][i % 3];
+                let ab = if i % 3 == 1 { (1.5, -0.75) } else { (1.0, 0.0) };
+                v.push(Op::Spmm { op_a: N, b, c }, (10 * 64, 9 * bk, 200 + 9 * (i % 4)), (bm, bk), dt, pat, ab, 1 + i % 2);
+                v.merged(m);
+                i += 1;
+            }
+        }
+    }
+    for x in [R, C] {
+        v.push(Op::DenseSparse { x, op_a: T, c: R }, (12 * 32, 10 * 32, 136), (32, 32), (F16, F32), Pattern::Banded(0.3), (1.0, 0.5), 2);
+        v.merged(4);
+    }
+    v.push(plain, (4 * 32, 1024 * 32, 72), (32, 32), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
+    v.merged(4);
+    v.push(plain, (6 * 32, 512 * 32, 40), (32, 32), (Bf16, Bf16), Pattern::Uniform(0.9), (1.0, 0.0), 3);
+    v.merged(4);
+    v.push(plain, (2 * 32, 8 * 32, 77), (32, 32), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
+    v.merged(4);
+
     for &(bs, m) in &merges {
         // Long rows with empty partners (split-K + fix-up, the fix-up's last tile past M).
         v.push(plain, (3 * bs, 512 * bs, 72), (bs, bs), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
@@ -756,12 +789,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
             {
                 return Err(format!("asked for {m} rows merged per tile, the plan merged {}", plan.merged_rows()));
             }
-            kernel = format!(
-                "{:?}{}{}",
-                plan.tile().family,
-                plan.tile().shape().0,
-                if plan.merged_rows() > 1 { format!("/{}", plan.merged_rows()) } else { String::new() }
-            );
+            kernel = format!("{}{}", plan.tile(), if plan.merged_rows() > 1 { format!("/{}", plan.merged_rows()) } else { String::new() });
             for _ in 0..2 {
                 let mut out = Dense::<O>::new(ctx, c.batch, c_rows, c_cols, c_layout, c0.clone())?;
                 if spmm_side {

@@ -85,8 +85,20 @@ impl TileChoice {
     pub fn ks(&self) -> u32 {
         match self.family {
             KernelFamily::Portable => MMA_TILES[self.tile].ks,
-            KernelFamily::Hopper => blocksparse_abi::WG_K,
+            KernelFamily::Hopper => WGMMA_TILES[self.tile].ks,
         }
+    }
+}
+
+/// `Portable64`, `Hopper128`, `Hopper128k32` (a Hopper tile of 32-deep stages): the family and
+/// the tile's rows.
+impl std::fmt::Display for TileChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}{}", self.family, self.shape().0)?;
+        if self.family == KernelFamily::Hopper && self.ks() != blocksparse_abi::WG_K {
+            write!(f, "k{}", self.ks())?;
+        }
+        Ok(())
     }
 }
 

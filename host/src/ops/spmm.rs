@@ -21,8 +21,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BOX, BlockOut, CHUNK_ELEMS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, SpmmParams, WG_K,
-    WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    BOX, BlockOut, CHUNK_ELEMS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, SpmmParams, WG_K, WG_M,
+    WGMMA_K32_TILE, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -196,7 +196,7 @@ impl Context {
         let block_of = |q: usize| perm.as_ref().map_or(q as u32, |p| p[q]);
         // The plan: unmerged, or the merge asked for or (by default) the one the L2-traffic
         // model prefers. (A merge too large to hold is no candidate.)
-        let candidates = self.merge_candidates::<T>(pat, rb, kb)?;
+        let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
         let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
         let traffic = |rp: &[u32], choice: TileChoice| {
             let b_unit = if choice.family == KernelFamily::Hopper { BOX } else { CHUNK_ELEMS };
@@ -291,25 +291,35 @@ impl Context {
         })
     }
 
-    /// The plans a stream of `rb`-row blocks of K extent `kb` can run: `(tile, rows merged per
-    /// tile)`, unmerged first. Merged tiles are `m · rb` rows of the same kernel family: on the
-    /// Hopper kernel, two 64-row rows on the 128-row tile (one `(64, 64)` TMA box each); on the
-    /// portable kernel, any taller tile whose warps' rows each lie inside one stream row (rows
-    /// past the last stream row are then skipped whole).
-    fn merge_candidates<T: InputElement>(&self, pat: &Pattern, rb: usize, kb: usize) -> Result<Vec<(TileChoice, u32)>> {
+    /// The plans a stream of `rows` rows of `rb`-row blocks of K extent `kb` can run: `(tile,
+    /// rows merged per tile)`, the unmerged plan first. On the Hopper module: 64-row rows in
+    /// pairs on the 128-row tile (one `(64, 64)` TMA box each); and, for K-major A whose blocks
+    /// the 64-deep tiles cannot take (32 deep, or rows of 32), the 128-row tile of 32-deep
+    /// stages with `128 / rb` rows of at least 32 (one `(32, rb)` box each), where the rows past
+    /// the last stream row fill whole warpgroups. On the portable kernel, any taller tile whose
+    /// warps' rows each lie inside one stream row. (Rows past the last stream row are skipped
+    /// whole by the epilogues.)
+    fn merge_candidates<T: InputElement>(
+        &self,
+        pat: &Pattern,
+        kernel_op: Transpose,
+        rows: usize,
+        rb: usize,
+        kb: usize,
+    ) -> Result<Vec<(TileChoice, u32)>> {
         let base = self.spmm_tile::<T>(pat, rb, kb)?;
         let mut out = vec![(base, 1u32)];
         let has = |choice: TileChoice| {
             self.kernels.has(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE })
         };
+        let tall = WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] as usize;
+        // A zero box's row (nnzb · bm, plus kin for Aᵀ) must fit TMA's i32 coordinates.
+        let zero_row_fits = pat.nnzb().checked_add(1).and_then(|b| b.checked_mul(pat.block.bm)).is_some_and(|r| r < i32::MAX as usize);
+        let hopper_fits = pat.nnzb() > 0 && zero_row_fits;
         match base.family {
             KernelFamily::Hopper => {
-                let tall = WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] as usize;
-                // A zero box's row (nnzb · bm, plus kin for Aᵀ) must fit TMA's i32 coordinates.
-                let zero_row_fits =
-                    pat.nnzb().checked_add(1).and_then(|b| b.checked_mul(pat.block.bm)).is_some_and(|r| r < i32::MAX as usize);
                 if rb == BOX as usize
-                    && zero_row_fits
+                    && hopper_fits
                     && let Some(tile) = wgmma_tile_index(tall as u32)
                 {
                     let choice = TileChoice { family: KernelFamily::Hopper, tile };
@@ -319,6 +329,20 @@ impl Context {
                 }
             }
             KernelFamily::Portable => {
+                let ks = WGMMA_TILES[WGMMA_K32_TILE].ks as usize;
+                let whole_warpgroups = rb >= WG_M as usize || rows.is_multiple_of(WG_M as usize / rb);
+                if kernel_op == Transpose::No
+                    && hopper_fits
+                    && kb.is_multiple_of(ks)
+                    && rb >= ks
+                    && tall.is_multiple_of(rb)
+                    && whole_warpgroups
+                {
+                    let choice = TileChoice { family: KernelFamily::Hopper, tile: WGMMA_K32_TILE };
+                    if has(choice) {
+                        out.push((choice, (tall / rb) as u32));
+                    }
+                }
                 let mut m = 2usize;
                 while rb * m <= MMA_TILES[MMA_TILES.len() - 1].tm as usize && (m as u32) < MAX_ITEM_BLOCKS {
                     if let Some(tile) = mma_tile_index((rb * m) as u32)
@@ -503,11 +527,18 @@ impl Context {
             }
             KernelFamily::Hopper => {
                 let t = WGMMA_TILES[choice.tile];
-                // A: the values as a (nnzb · bm, bk) matrix per batch entry, in boxes of the
-                // whole tile height (K-major) or of 64 × 64 (Aᵀ, or one row of a merged tile).
-                let a_box = if plan.kernel_op == Transpose::No && plan.merge_log2 == 0 { [WG_K, t.tm] } else { [WG_K, WG_K] };
+                // A: the values as a (nnzb · bm, bk) matrix per batch entry, in boxes of 64 × 64
+                // (Aᵀ), of the whole tile height (K-major, unmerged, 64-deep stages) or of one
+                // block row (K-major, one box per merged row or 32-deep stages).
+                let a_box = match plan.kernel_op {
+                    Transpose::Yes => [WG_K, WG_K],
+                    Transpose::No if plan.merge_log2 == 0 && t.ks == WG_K => [WG_K, t.tm],
+                    Transpose::No => [t.ks, block.bm as u32],
+                };
                 let tmap_a = a.values_map(a_values, a_box)?;
-                let tmap_b = dense_map::<T>(b_ptr, &bs, [WG_K, WG_K])?;
+                // B: (ks, 64) boxes, rows along N (row-major) or along K (column-major).
+                let b_box = if bs.layout == Layout::RowMajor { [BOX, t.ks] } else { [t.ks, BOX] };
+                let tmap_b = dense_map::<T>(b_ptr, &bs, b_box)?;
                 let tmap_c = c_store_map::<O>(c_ptr, &cs, t)?;
                 let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
                 // SAFETY: as above; the tensor maps describe exactly the A values, B and C

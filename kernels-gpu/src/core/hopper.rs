@@ -23,7 +23,7 @@
 //! the two warpgroups reach their epilogues at different times and one keeps the tensor cores
 //! busy while the other stores.
 
-use blocksparse_abi::{BOX, BOX_BYTES, C_CHUNK_BYTES, DenseOut, WG_K, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
+use blocksparse_abi::{BOX, C_CHUNK_BYTES, DenseOut, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
 
 use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_partial_strip, store_strip};
 use crate::core::ring::{MbarRing, PipelineState};
@@ -31,17 +31,35 @@ use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
 use crate::ptx::{smem_base, sync_threads, thread_idx};
 use crate::ptx_sm90::{
-    named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, sw128_desc, tma_load_3d, wgmma_commit, wgmma_fence,
-    wgmma_wait0, wgmma_wait1,
+    named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, swizzled_desc, tma_load_3d, wgmma_commit,
+    wgmma_fence, wgmma_wait0, wgmma_wait1,
 };
 
 /// Named barrier that starts consumer 1 `skew` stages after consumer 0 (0 is the block-wide
 /// barrier, `1 + c` the epilogue barrier of consumer `c`).
 const SKEW_BARRIER: u32 = 3;
 
-/// Bytes of one 128-byte-swizzled row (64 f16/bf16) and of one 8-row swizzle atom.
+/// Bytes of one row of an MN-major operand (64 f16/bf16 along M or N, 128-byte swizzled) and
+/// of its 8-row swizzle atom.
 const ROW_BYTES: u32 = 128;
 const ATOM_BYTES: u32 = 8 * ROW_BYTES;
+
+/// The wgmma descriptor of k16 step `kk` of a K-major operand at `base`: rows of `ks` elements
+/// (`k_row_bytes`: 128 or 64), swizzled over the row, 8-row atoms `8 · k_row_bytes` apart; the
+/// step is 32 bytes along the row.
+#[inline(always)]
+fn k_major_desc(t: WgmmaTile, base: u32, kk: u32) -> u64 {
+    let row = t.k_row_bytes();
+    swizzled_desc(base + kk * 32, 16, 8 * row, row)
+}
+
+/// The wgmma descriptor of k16 step `kk` of an MN-major operand at `base`: `ks` rows of 64
+/// elements along M or N per `(ks, 64)` box, boxes `box_bytes` apart (the leading offset),
+/// 8-row atoms of 1024 bytes; the step is 16 rows.
+#[inline(always)]
+fn mn_major_desc(t: WgmmaTile, base: u32, kk: u32) -> u64 {
+    swizzled_desc(base + kk * 16 * ROW_BYTES, t.box_bytes(), ATOM_BYTES, ROW_BYTES)
+}
 
 /// Generic addresses of the kernel's tensor maps (in its parameter memory).
 #[derive(Clone, Copy)]
@@ -69,8 +87,8 @@ pub trait StageStream: Sized {
     type Params;
     /// One stage's coordinates.
     type Stage: Copy;
-    /// The stream over this block's items.
-    unsafe fn new(p: &Self::Params, items: ItemCursor) -> Self;
+    /// The stream over this block's items, in stages of `t.ks`.
+    unsafe fn new(p: &Self::Params, items: ItemCursor, t: WgmmaTile) -> Self;
     /// The next stage (its global reads, if any, already in flight), or `None` at the end.
     unsafe fn next(&mut self, p: &Self::Params) -> Option<Self::Stage>;
     /// Issues the loads of stage `s` (the one [`StageStream::next`] returned last) into
@@ -143,13 +161,13 @@ pub trait HopperOp {
     fn work(p: &Self::Params) -> &WorkParams;
     /// The [`flags`] bits.
     fn flags(p: &Self::Params) -> u32;
-    /// K stages of 64 of an item.
-    fn k_stages(p: &Self::Params, item: &WorkItem) -> u32;
+    /// K stages (of `t.ks`) of an item.
+    fn k_stages(p: &Self::Params, item: &WorkItem, t: WgmmaTile) -> u32;
     /// Writes a consumer warpgroup's `(64, 256)` accumulators (all 128 threads call it).
     unsafe fn store<O: Output>(p: &Self::Params, item: &WorkItem, acc: &[f32; 128], c: &Consumer);
 }
 
-/// Loads the A slice of a stage: the box at (`k`, `m`) of a K-major map (one `(64, tm)` box),
+/// Loads the A slice of a stage: the box at (`k`, `m`) of a K-major map (one `(ks, tm)` box),
 /// or the `tm / 64` boxes at (`m + 64 w`, `k`) of an MN-major one; `batch` is the third
 /// coordinate.
 #[allow(clippy::too_many_arguments)]
@@ -159,7 +177,7 @@ pub unsafe fn load_a(maps: &Maps, t: WgmmaTile, a_mn: bool, slot: Slot, k: u32, 
         if a_mn {
             let mut w = 0;
             while w < t.tm / BOX {
-                tma_load_3d(slot.a + w * BOX_BYTES, maps.a, m + w * BOX, k, batch, full);
+                tma_load_3d(slot.a + w * t.box_bytes(), maps.a, m + w * BOX, k, batch, full);
                 w += 1;
             }
         } else {
@@ -168,12 +186,12 @@ pub unsafe fn load_a(maps: &Maps, t: WgmmaTile, a_mn: bool, slot: Slot, k: u32, 
     }
 }
 
-/// Loads B box `j` of a stage: columns `n .. n + 64` and K rows `k .. k + 64` of op(B), from
+/// Loads B box `j` of a stage: columns `n .. n + 64` and K rows `k .. k + ks` of op(B), from
 /// an MN-major map (coordinates (`n`, `k`)) or a K-major one ((`k`, `n`)).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn load_b_box(maps: &Maps, b_k: bool, slot: Slot, j: u32, n: u32, k: u32, batch: u32, full: u32) {
-    let dst = slot.b + j * BOX_BYTES;
+pub unsafe fn load_b_box(maps: &Maps, t: WgmmaTile, b_k: bool, slot: Slot, j: u32, n: u32, k: u32, batch: u32, full: u32) {
+    let dst = slot.b + j * t.box_bytes();
     unsafe {
         if b_k {
             tma_load_3d(dst, maps.b, k, n, batch, full);
@@ -187,8 +205,8 @@ pub unsafe fn load_b_box(maps: &Maps, b_k: bool, slot: Slot, j: u32, n: u32, k: 
 /// of the wgmma descriptors is a function of the address bits).
 #[derive(Clone, Copy)]
 struct Smem {
-    a_ring: u32,  // (stages, a_groups, tm, WG_K)
-    b_ring: u32,  // (stages, tn / 64, 64 × 64)
+    a_ring: u32,  // (stages, a_groups, tm, ks)
+    b_ring: u32,  // (stages, tn / 64, ks × 64)
     c_stage: u32, // (consumers, c_buffers, WG_M, 128 bytes)
     ring: MbarRing,
     t: WgmmaTile,
@@ -235,7 +253,7 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
 #[inline(always)]
 unsafe fn produce<Op: HopperOp>(p: &Op::Params, sm: Smem, maps: Maps) {
     let mut st = PipelineState::new(sm.t.stages);
-    let mut stream = unsafe { Op::Stream::new(p, ItemCursor::mine(Op::work(p))) };
+    let mut stream = unsafe { Op::Stream::new(p, ItemCursor::mine(Op::work(p)), sm.t) };
     while let Some(stage) = unsafe { stream.next(p) } {
         unsafe {
             let full = sm.ring.producer_acquire(st, sm.t.stage_bytes());
@@ -260,8 +278,10 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
     };
     // This warpgroup's operands inside a stage: A box wm (of A slice 2 wn, with grouped A),
     // B boxes 4 wn .. 4 wn + 4.
-    let a_off = if t.a_groups == 1 { wm * WG_M * ROW_BYTES } else { 2 * wn * t.a_group_bytes() + wm * WG_M * ROW_BYTES };
-    let b_off = wn * (WG_N / BOX) * BOX_BYTES;
+    // (Rows of a K-major A are k_row_bytes long; an MN-major A's box wm, of (ks, 64), is as
+    // many bytes.)
+    let a_off = if t.a_groups == 1 { wm * WG_M * t.k_row_bytes() } else { 2 * wn * t.a_group_bytes() + wm * WG_M * t.k_row_bytes() };
+    let b_off = wn * (WG_N / BOX) * t.box_bytes();
     // Lag of warpgroup 1 behind warpgroup 0 (`WgmmaTile::skew`): warpgroup 1 starts once
     // warpgroup 0 has multiplied `skew` stages (or all of its stages, if fewer). Both walk the
     // same stages, so the lag then persists: each one's epilogue overlaps the other's wgmma.
@@ -274,7 +294,7 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
     let layout = Op::flags(p) & (flags::A_MN_MAJOR | flags::B_K_MAJOR);
     let mut items = unsafe { ItemCursor::mine(Op::work(p)) };
     while let Some(item) = unsafe { items.next() } {
-        let n_k = Op::k_stages(p, &item);
+        let n_k = Op::k_stages(p, &item, t);
         // (128 threads, 128) f32: the m64n256 accumulator fragment.
         let mut acc = [0.0f32; 128];
         let ring = Mainloop { sm, a_off, b_off, n_k, lt };
@@ -318,22 +338,15 @@ impl Mainloop {
             wgmma_fence();
             let slot = self.sm.slot(st.slot);
             let (a, b) = (slot.a + self.a_off, slot.b + self.b_off);
-            if self.sm.t.a_groups == 1 {
+            let t = self.sm.t;
+            if t.a_groups == 1 {
                 let mut kk = 0;
-                while kk < WG_K / 16 {
-                    // K-major: rows of 128 bytes along K, next k16 slice 32 bytes on. MN-major:
-                    // rows along M (N) in 64-element boxes LBO apart, 8-row K groups SBO apart;
-                    // next k16 slice = 16 rows on.
-                    let da = if A_MN {
-                        sw128_desc(a + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES)
-                    } else {
-                        sw128_desc(a + kk * 32, 16, ATOM_BYTES)
-                    };
-                    let db = if B_K {
-                        sw128_desc(b + kk * 32, 16, ATOM_BYTES)
-                    } else {
-                        sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES)
-                    };
+                while kk < t.ks / 16 {
+                    // K-major: rows of ks elements along K, next k16 slice 32 bytes on.
+                    // MN-major: rows along M (N) in 64-element boxes LBO apart, 8-row K groups
+                    // SBO apart; next k16 slice = 16 rows on.
+                    let da = if A_MN { mn_major_desc(t, a, kk) } else { k_major_desc(t, a, kk) };
+                    let db = if B_K { k_major_desc(t, b, kk) } else { mn_major_desc(t, b, kk) };
                     unsafe { I::wgmma::<A_MN, B_K>(acc, da, db) };
                     kk += 1;
                 }
@@ -346,15 +359,15 @@ impl Mainloop {
                 if A_MN || B_K {
                     crate::ptx::trap();
                 }
-                let ga = self.sm.t.a_group_bytes();
+                let ga = t.a_group_bytes();
                 // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
                 let (lo, hi) = unsafe { (&mut *(acc.as_mut_ptr() as *mut [f32; 64]), &mut *(acc.as_mut_ptr().add(64) as *mut [f32; 64])) };
                 let mut kk = 0;
-                while kk < WG_K / 16 {
-                    let da0 = sw128_desc(a + kk * 32, 16, ATOM_BYTES);
-                    let da1 = sw128_desc(a + ga + kk * 32, 16, ATOM_BYTES);
-                    let db0 = sw128_desc(b + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES);
-                    let db1 = sw128_desc(b + 2 * BOX_BYTES + kk * 16 * ROW_BYTES, BOX_BYTES, ATOM_BYTES);
+                while kk < t.ks / 16 {
+                    let da0 = k_major_desc(t, a, kk);
+                    let da1 = k_major_desc(t, a + ga, kk);
+                    let db0 = mn_major_desc(t, b, kk);
+                    let db1 = mn_major_desc(t, b + 2 * t.box_bytes(), kk);
                     unsafe {
                         I::wgmma_n128::<false, false>(lo, da0, db0);
                         I::wgmma_n128::<false, false>(hi, da1, db1);

@@ -154,7 +154,7 @@ mod hopper {
         type Stage = u32;
 
         #[inline(always)]
-        unsafe fn new(_p: &SddmmParams, items: ItemCursor) -> Self {
+        unsafe fn new(_p: &SddmmParams, items: ItemCursor, _t: WgmmaTile) -> Self {
             SddmmStages { items, item: WorkItem::default(), box_col: [0; MAX_BOXES], kt: 0, k_end: 0 }
         }
 
@@ -192,7 +192,7 @@ mod hopper {
                 load_a(maps, t, a_mn, slot, k, self.item.tile_row << p.bm_log2, batch, full);
                 let mut j = 0;
                 while j < t.tn() / BOX {
-                    load_b_box(maps, b_k, slot, j, self.box_col[j as usize], k, batch, full);
+                    load_b_box(maps, t, b_k, slot, j, self.box_col[j as usize], k, batch, full);
                     j += 1;
                 }
             }
@@ -214,7 +214,7 @@ mod hopper {
         }
 
         #[inline(always)]
-        fn k_stages(_p: &SddmmParams, item: &WorkItem) -> u32 {
+        fn k_stages(_p: &SddmmParams, item: &WorkItem, _t: WgmmaTile) -> u32 {
             item.k_end - item.k_begin
         }
 

@@ -245,7 +245,7 @@ mod hopper {
         type Stage = Stage;
 
         #[inline(always)]
-        unsafe fn new(p: &SpgemmParams, items: ItemCursor) -> Self {
+        unsafe fn new(p: &SpgemmParams, items: ItemCursor, _t: WgmmaTile) -> Self {
             if let Some(first) = items.peek() {
                 unsafe { prefetch_records(p, &first) };
             }
@@ -287,7 +287,7 @@ mod hopper {
                     } else {
                         p.b_rows
                     };
-                    load_b_box(maps, false, slot, j, n, row, s.batch, full);
+                    load_b_box(maps, t, false, slot, j, n, row, s.batch, full);
                     j += 1;
                 }
             }
@@ -309,7 +309,7 @@ mod hopper {
         }
 
         #[inline(always)]
-        fn k_stages(p: &SpgemmParams, item: &WorkItem) -> u32 {
+        fn k_stages(p: &SpgemmParams, item: &WorkItem, _t: WgmmaTile) -> u32 {
             ((item.k_end - item.k_begin) << p.bk_log2) / WG_K
         }
 

@@ -210,10 +210,11 @@ mod hopper {
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
     use crate::ptx_sm90::tma_load_3d;
-    use blocksparse_abi::{BOX, BOX_BYTES, WG_K, WG_M, WGMMA_TILE_ROWS, WgmmaTile, WorkParams};
+    use blocksparse_abi::{BOX, WG_K, WG_M, WGMMA_K32_TILE, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams};
 
-    /// Stream rows of a merged Hopper tile at most: each is a 64-row box of the tile.
-    const MAX_MERGED: usize = (WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] / BOX) as usize;
+    /// Stream rows of a merged Hopper tile at most: the planner merges rows of at least `ks`
+    /// rows (a 64-row box on the 64-deep tiles, 32 rows on the 32-deep one), `tm / ks` per tile.
+    const MAX_MERGED: usize = (WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] / WGMMA_TILES[WGMMA_K32_TILE].ks) as usize;
 
     /// The producer's stream of K stages over this block's items. Global reads are issued one
     /// step ahead of their use, so their latency hides behind the barrier wait and TMA issue of
@@ -221,6 +222,7 @@ mod hopper {
     /// stage ahead.
     pub struct SpmmStages {
         items: ItemCursor,
+        t: WgmmaTile,
         /// The item being walked, its stage count and the next stage.
         item: WorkItem,
         n_k: u32,
@@ -247,11 +249,11 @@ mod hopper {
         unsafe fn fetch(&mut self, p: &SpmmParams) -> Option<Stage> {
             while self.kt >= self.n_k {
                 self.item = unsafe { self.items.next() }?;
-                self.n_k = <Spmm as HopperOp>::k_stages(p, &self.item);
+                self.n_k = <Spmm as HopperOp>::k_stages(p, &self.item, self.t);
                 self.kt = 0;
             }
             let kb_log2 = kb_log2(p);
-            let k = self.kt * WG_K;
+            let k = self.kt * self.t.ks;
             self.kt += 1;
             let q = self.item.blk_begin + (k >> kb_log2);
             let kblk = unsafe { ld_global_nc_u32((p.kidx as *const u32).wrapping_add(q as usize)) };
@@ -261,7 +263,7 @@ mod hopper {
                 let words = (p.perm as *const u32).wrapping_add((q << ml) as usize);
                 let mut h = 0;
                 while h < MAX_MERGED {
-                    if h < 1 << ml {
+                    if h < (self.t.tm / self.t.ks) as usize && h < 1 << ml {
                         blk[h] = unsafe { ld_global_nc_u32(words.wrapping_add(h)) };
                     }
                     h += 1;
@@ -278,8 +280,8 @@ mod hopper {
         type Stage = Stage;
 
         #[inline(always)]
-        unsafe fn new(p: &SpmmParams, items: ItemCursor) -> Self {
-            let mut s = SpmmStages { items, item: WorkItem::default(), n_k: 0, kt: 0, pending: None };
+        unsafe fn new(p: &SpmmParams, items: ItemCursor, t: WgmmaTile) -> Self {
+            let mut s = SpmmStages { items, t, item: WorkItem::default(), n_k: 0, kt: 0, pending: None };
             s.pending = unsafe { s.fetch(p) };
             s
         }
@@ -300,27 +302,31 @@ mod hopper {
             unsafe {
                 // The A map is the values as a (nnzb · bm, bk) matrix: a K-major box starts at
                 // column kin of the block's first row; MN-major boxes at row kin of the block.
-                if p.flags & flags::A_MERGED == 0 {
+                if t.ks == WG_K && p.flags & flags::A_MERGED == 0 {
                     let blk_row = s.blk[0] << p.bm_log2;
                     let (k, m) = if a_mn { (blk_row + s.kin, 0) } else { (s.kin, blk_row) };
                     load_a(maps, t, a_mn, slot, k, m, s.batch, full);
                 } else {
-                    // Merged (the planner merges 64-row stream rows only): box h (a (64, 64)
-                    // map box, rows 64 h .. of the tile) is merged row h's block; a row without
-                    // a block there loads from row `a_rows`, past the end of the values: TMA
-                    // fills the box with zeros without reading memory.
+                    // One box per merged row h, rows h · rb .. of the tile: a (ks, rb) K-major
+                    // map box (rows of k_row_bytes), or on the 64-deep tiles a (64, 64)
+                    // MN-major one (rb = 64, as many bytes); a row without a block there loads
+                    // from row `a_rows`, past the end of the values: TMA fills the box with
+                    // zeros without reading memory.
+                    let rb_log2 = rb_log2(p);
                     let mut h = 0;
-                    while h < t.tm / BOX {
-                        let blk = s.blk[h as usize];
-                        let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
-                        let (x, y) = if a_mn { (0, row + s.kin) } else { (s.kin, row) };
-                        tma_load_3d(slot.a + h * BOX_BYTES, maps.a, x, y, s.batch, full);
+                    while h < t.tm / t.ks {
+                        if h < t.tm >> rb_log2 {
+                            let blk = s.blk[h as usize];
+                            let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
+                            let (x, y) = if a_mn { (0, row + s.kin) } else { (s.kin, row) };
+                            tma_load_3d(slot.a + (h << rb_log2) * t.k_row_bytes(), maps.a, x, y, s.batch, full);
+                        }
                         h += 1;
                     }
                 }
                 let mut j = 0;
                 while j < t.tn() / BOX {
-                    load_b_box(maps, b_k, slot, j, n0 + j * BOX, b_row, s.batch, full);
+                    load_b_box(maps, t, b_k, slot, j, n0 + j * BOX, b_row, s.batch, full);
                     j += 1;
                 }
             }
@@ -342,8 +348,8 @@ mod hopper {
         }
 
         #[inline(always)]
-        fn k_stages(p: &SpmmParams, item: &WorkItem) -> u32 {
-            ((item.blk_end - item.blk_begin) << kb_log2(p)) / WG_K
+        fn k_stages(p: &SpmmParams, item: &WorkItem, t: WgmmaTile) -> u32 {
+            ((item.blk_end - item.blk_begin) << kb_log2(p)) / t.ks
         }
 
         #[inline(always)]
