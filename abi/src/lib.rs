@@ -200,14 +200,16 @@ pub const fn mma_tile_index(tm: u32) -> Option<usize> {
 // Hopper tiles (wgmma + TMA)
 // ---------------------------------------------------------------------------------------------
 
-/// K depth of one stage of the Hopper kernels: one 128-byte swizzle span of f16/bf16.
+/// K depth of one stage of the Hopper kernels (but SpMM's 32-deep tile, [`WGMMA_K32_TILE`]):
+/// one 128-byte swizzle span of f16/bf16.
 pub const WG_K: u32 = 64;
 /// Columns of C one consumer warpgroup owns (`wgmma m64n256k16`).
 pub const WG_N: u32 = 256;
 /// Rows of C one consumer warpgroup owns.
 pub const WG_M: u32 = 64;
-/// Elements of one TMA box side: one 128-byte swizzle span. Every box the Hopper kernels load
-/// is `(BOX, BOX)` except the K-major A box, `(BOX, tm)`.
+/// Elements of one TMA box side along M or N: one 128-byte swizzle span. The boxes the Hopper
+/// kernels load are `(ks, BOX)` (B, MN-major A) or `(ks, rows)` (K-major A), `ks` the tile's
+/// stage depth.
 pub const BOX: u32 = 64;
 /// Bytes of a `(BOX, BOX)` 16-bit box.
 pub const BOX_BYTES: u32 = BOX * BOX * 2;
@@ -346,8 +348,8 @@ pub const WGMMA_GROUPED_TILES: [usize; 2] = [2, 3];
 /// One C staging chunk: `(WG_M, 128 bytes)`, i.e. 64 columns of a 16-bit C or 32 of f32, in
 /// the 128-byte swizzle that the C tensor map's TMA stores read.
 pub const C_CHUNK_BYTES: u32 = WG_M * 128;
-/// Output-tile heights of the Hopper kernels. Operands enter in 64-element boxes, so the
-/// blocks they stream must be 64 or 128 wide along K as well.
+/// Output-tile heights of the Hopper kernels. Operands enter in boxes `ks` deep, so the blocks
+/// they stream must be a multiple of `ks` wide along K (64; 32 on [`WGMMA_K32_TILE`]).
 pub const WGMMA_TILE_ROWS: [u32; 2] = [64, 128];
 
 const _: () = {

@@ -398,8 +398,9 @@ fn cases() -> Vec<Case> {
 /// every layout, Aᵀ, odd block-row counts (a last tile with rows past M), empty rows and single
 /// blocks inside merged groups, long rows (split-K), batches and alpha/beta. (The planner's own
 /// choice runs in every other SpMM case.) On the Hopper module, 64-row blocks merge in pairs on
-/// the 128-row wgmma tile and 32-row blocks on the portable kernel; `--path portable` runs all
-/// of them on the portable kernel.
+/// the 128-row wgmma tile, and 32-row blocks on the 32-deep wgmma tile where their count is
+/// even (else on the portable kernel); `--path portable` runs all of them on the portable
+/// kernel.
 fn merged_cases(v: &mut Cases) {
     use DType::*;
     use Layout::{ColMajor as C, RowMajor as R};
@@ -459,7 +460,9 @@ fn merged_cases(v: &mut Cases) {
                 let dt = [(F16, F32), (Bf16, Bf16), (F16, F16), (Bf16, F32)][i % 4];
                 let pat = [Pattern::EmptyRows(0.4), Pattern::Banded(0.3), Pattern::Uniform(0.35)][i % 3];
                 let ab = if i % 3 == 1 { (1.5, -0.75) } else { (1.0, 0.0) };
-                v.push(Op::Spmm { op_a: N, b, c }, (10 * 64, 9 * bk, 200 + 9 * (i % 4)), (bm, bk), dt, pat, ab, 1 + i % 2);
+                // 64-row blocks: 9 block rows, the last tile's second warpgroup past M.
+                let rows = if bm == 64 { 9 * 64 } else { 10 * 64 };
+                v.push(Op::Spmm { op_a: N, b, c }, (rows, 9 * bk, 200 + 9 * (i % 4)), (bm, bk), dt, pat, ab, 1 + i % 2);
                 v.merged(m);
                 i += 1;
             }
@@ -469,11 +472,12 @@ fn merged_cases(v: &mut Cases) {
         v.push(Op::DenseSparse { x, op_a: T, c: R }, (12 * 32, 10 * 32, 136), (32, 32), (F16, F32), Pattern::Banded(0.3), (1.0, 0.5), 2);
         v.merged(4);
     }
-    v.push(plain, (4 * 32, 1024 * 32, 72), (32, 32), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
+    // (N past 128: at one N tile of 128 or fewer columns the model prefers the portable tile.)
+    v.push(plain, (4 * 32, 1024 * 32, 200), (32, 32), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
     v.merged(4);
-    v.push(plain, (6 * 32, 512 * 32, 40), (32, 32), (Bf16, Bf16), Pattern::Uniform(0.9), (1.0, 0.0), 3);
+    v.push(plain, (6 * 32, 512 * 32, 136), (32, 32), (Bf16, Bf16), Pattern::Uniform(0.9), (1.0, 0.0), 3);
     v.merged(4);
-    v.push(plain, (2 * 32, 8 * 32, 77), (32, 32), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
+    v.push(plain, (2 * 32, 8 * 32, 264), (32, 32), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
     v.merged(4);
 
     for &(bs, m) in &merges {

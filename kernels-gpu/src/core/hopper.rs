@@ -9,11 +9,12 @@
 //! the shared-memory layout, the barriers, the roles, the operand layouts of the tensor-core
 //! loop and the consumer skew.
 //!
-//! Stage layout (`WgmmaTile`): A `(tm, 64)` as one K-major box `(64, tm)` or `tm / 64` MN-major
-//! boxes `(64 M, 64 K)`; B `(64, tn)` as `tn / 64` boxes, MN-major `(64 N, 64 K)` or K-major
-//! `(64 K, 64 N)`. Consumer `c` owns rows `64 · (c / wg_n)` and columns `256 · (c % wg_n)` of
-//! the tile, i.e. A box `c / wg_n` (8 KB on) and B boxes `4 · (c % wg_n) ..` (32 KB on) in
-//! either layout.
+//! Stage layout (`WgmmaTile`, stages `ks` = 64 deep, or 32 on SpMM's 32-deep tile): A `(tm,
+//! ks)` as K-major boxes `(ks, rows)` (rows of `2 · ks` bytes, swizzled over the row) or `tm /
+//! 64` MN-major boxes `(64 M, ks K)`; B `(ks, tn)` as `tn / 64` boxes, MN-major `(64 N, ks K)`
+//! (128-byte swizzle) or K-major `(ks K, 64 N)`. Consumer `c` owns rows `64 · (c / wg_n)` and
+//! columns `256 · (c % wg_n)` of the tile, i.e. A rows `64 · (c / wg_n)` (`64 · 2 · ks` bytes
+//! on) and B boxes `4 · (c % wg_n) ..` in either layout.
 //!
 //! Ring bookkeeping is [`MbarRing`] + [`PipelineState`]: the producer acquires a slot, announces
 //! the stage's bytes and issues the copies; consumers wait on the stage, run its wgmma and, once
@@ -75,9 +76,9 @@ pub struct Maps {
 /// Shared addresses of one ring slot's A and B tiles.
 #[derive(Clone, Copy)]
 pub struct Slot {
-    /// `a_groups` A slices of `(tm, 64)`, `a_group_bytes` apart.
+    /// `a_groups` A slices of `(tm, ks)`, `a_group_bytes` apart.
     pub a: u32,
-    /// `(64, tn)` B, in `tn / 64` boxes.
+    /// `(ks, tn)` B, in `tn / 64` boxes of `box_bytes`.
     pub b: u32,
 }
 

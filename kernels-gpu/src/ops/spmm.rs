@@ -297,6 +297,11 @@ mod hopper {
         unsafe fn issue(&self, p: &SpmmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
             let a_mn = p.flags & flags::A_MN_MAJOR != 0;
             let b_k = p.flags & flags::B_K_MAJOR != 0;
+            // The 32-deep tile streams K-major A only (the planner never gives it Aᵀ): its A
+            // boxes would not deliver the stage's bytes.
+            if a_mn && t.ks != WG_K {
+                crate::ptx::trap();
+            }
             let b_row = (s.kblk << kb_log2(p)) + s.kin;
             let n0 = s.n_tile * t.tn();
             unsafe {
