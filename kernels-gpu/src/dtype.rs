@@ -126,32 +126,26 @@ pub trait WgInput {
 /// instruction's transpose immediates are 1 for MN-major.
 #[cfg(target_feature = "sm_90a")]
 macro_rules! wg_input {
-    ($ty:ident, [$kk:ident, $km:ident, $mk:ident, $mm:ident], [$hkk:ident, $hkm:ident, $hmk:ident, $hmm:ident]) => {
+    // One wrapper method over the four layout variants `[kk, km, mk, mm]` (A K-/MN-major, B
+    // K-/MN-major) of an instruction with `$regs` accumulators.
+    (@method $name:ident, $regs:literal, [$kk:ident, $km:ident, $mk:ident, $mm:ident]) => {
+        #[inline(always)]
+        unsafe fn $name<const A_MN: bool, const B_K: bool>(d: &mut [f32; $regs], desc_a: u64, desc_b: u64) {
+            use crate::ptx_sm90::*;
+            unsafe {
+                match (A_MN, B_K) {
+                    (false, true) => $kk(d, desc_a, desc_b, 1),
+                    (false, false) => $km(d, desc_a, desc_b, 1),
+                    (true, true) => $mk(d, desc_a, desc_b, 1),
+                    (true, false) => $mm(d, desc_a, desc_b, 1),
+                }
+            }
+        }
+    };
+    ($ty:ident, $n256:tt, $n128:tt) => {
         impl WgInput for $ty {
-            #[inline(always)]
-            unsafe fn wgmma_n128<const A_MN: bool, const B_K: bool>(d: &mut [f32; 64], desc_a: u64, desc_b: u64) {
-                use crate::ptx_sm90::*;
-                unsafe {
-                    match (A_MN, B_K) {
-                        (false, true) => $hkk(d, desc_a, desc_b, 1),
-                        (false, false) => $hkm(d, desc_a, desc_b, 1),
-                        (true, true) => $hmk(d, desc_a, desc_b, 1),
-                        (true, false) => $hmm(d, desc_a, desc_b, 1),
-                    }
-                }
-            }
-            #[inline(always)]
-            unsafe fn wgmma<const A_MN: bool, const B_K: bool>(d: &mut [f32; 128], desc_a: u64, desc_b: u64) {
-                use crate::ptx_sm90::*;
-                unsafe {
-                    match (A_MN, B_K) {
-                        (false, true) => $kk(d, desc_a, desc_b, 1),
-                        (false, false) => $km(d, desc_a, desc_b, 1),
-                        (true, true) => $mk(d, desc_a, desc_b, 1),
-                        (true, false) => $mm(d, desc_a, desc_b, 1),
-                    }
-                }
-            }
+            wg_input!(@method wgmma, 128, $n256);
+            wg_input!(@method wgmma_n128, 64, $n128);
         }
     };
 }
