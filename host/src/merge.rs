@@ -6,9 +6,10 @@
 //! sliding-window, block-diagonal masks), each B stage then serves `m` rows of A instead of one,
 //! and the small tiles' L2 roof (perf notes v13.1) moves up to the tall tile's.
 //!
-//! The choice between plans is [`l2_traffic`]'s model (perf notes v15): the kernels run near
-//! the L2 roof of their tiles, so the plan that moves the fewest bytes runs fastest, the zeros
-//! of a merged tile counted as traffic that carries no work.
+//! The choice between plans is [`plan_cost`]'s model (perf notes v15, v16): the kernels run
+//! near the L2 roof of their tiles, so the plan that moves the fewest bytes runs fastest, the
+//! zeros of a merged tile counted as traffic that carries no work; and the flops a tile
+//! computes, its zeros included, are weighted in too.
 
 use blocksparse_abi::NO_BLOCK;
 
@@ -79,6 +80,28 @@ pub(crate) fn l2_traffic(lens: impl Iterator<Item = u32>, kb: u32, (tm, tn): (u3
     let (tm, tn, unit) = (tm as u128, tn.max(1) as u128, b_unit.max(1) as u128);
     let per_stage_row = (n.div_ceil(tn) * tm + n.div_ceil(unit) * unit) * kb as u128;
     lens.map(|l| l as u128).sum::<u128>() * per_stage_row
+}
+
+/// The weight of tensor-core work in [`plan_cost`], in bytes of L2 traffic per flop a tile
+/// computes (the zero rows of a merged tile included), for the wgmma kernels and for the
+/// mma.sync kernels. Fitted to the mask-family bench (8192³, f16, every family at 32, 64 and
+/// 128 blocks, forced merges of 1, 2 and 4 rows; perf notes v16): with traffic alone, merged
+/// tiles whose rows share few columns (BigBird-like masks) were chosen and ran 5–7 % slower
+/// than unmerged ones, because they multiply their zeros too. Every choice of that bench is the
+/// fastest of its candidates for weights from about 0.018 to 0.06 (wgmma) and 0.018 to 0.08
+/// (mma.sync) with the other in its range; these sit inside that region.
+pub(crate) const WGMMA_BYTES_PER_FLOP: f64 = 0.03;
+pub(crate) const MMA_BYTES_PER_FLOP: f64 = 0.04;
+
+/// The planner's cost of a plan, in bytes: its [`l2_traffic`] (of `elem_bytes` elements) plus
+/// `bytes_per_flop` times the flops its tiles compute, `2 · len · kb · tm · ⌈n / tn⌉ · tn` per
+/// row of `len` blocks (perf notes v16).
+pub(crate) fn plan_cost(lens: &[u32], kb: u32, (tm, tn): (u32, u32), b_unit: u32, n: usize, elem_bytes: usize, bytes_per_flop: f64) -> f64 {
+    let traffic = l2_traffic(lens.iter().copied(), kb, (tm, tn), b_unit, n) as f64 * elem_bytes as f64;
+    let blocks: f64 = lens.iter().map(|&l| l as f64).sum();
+    let tn = tn.max(1) as f64;
+    let flops = 2.0 * blocks * kb as f64 * tm as f64 * (n as f64 / tn).ceil() * tn;
+    traffic + bytes_per_flop * flops
 }
 
 #[cfg(test)]
@@ -188,6 +211,40 @@ mod tests {
                     assert!((w - g).abs() <= 1e-12 * (1.0 + w.abs()), "seed {seed}: m {m} rows {rows} element {e}: {g} vs {w}");
                 }
             }
+        }
+    }
+
+    /// The full cost model merges rows that share most of their columns (causal, banded,
+    /// block-diagonal) and not rows that share a few (BigBird-like: a window of 3, 2 global
+    /// columns, 3 random ones per row), on the 64-row Hopper tiles at N = 8192.
+    #[test]
+    fn cost_merges_shared_columns_and_not_a_few_shared_ones() {
+        let rows = 128usize;
+        let seed: u64 = rand::random();
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let causal: Vec<bool> = (0..rows * rows).map(|e| e % rows <= e / rows).collect();
+        let banded: Vec<bool> = (0..rows * rows).map(|e| (e / rows).abs_diff(e % rows) <= 8).collect();
+        let blockdiag: Vec<bool> = (0..rows * rows).map(|e| (e / rows) / 16 == (e % rows) / 16).collect();
+        let mut bigbird: Vec<bool> = (0..rows * rows).map(|e| (e / rows).abs_diff(e % rows) <= 1 || e % rows < 2 || e / rows < 2).collect();
+        for r in 2..rows {
+            let mut added = 0;
+            while added < 3 {
+                let c = rng.random_range(0..rows);
+                if !bigbird[r * rows + c] {
+                    bigbird[r * rows + c] = true;
+                    added += 1;
+                }
+            }
+        }
+        let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
+        for (name, mask, merge) in
+            [("causal", causal, true), ("banded", banded, true), ("blockdiag", blockdiag, true), ("bigbird", bigbird, false)]
+        {
+            let (row_ptr, kidx) = csr(&mask, rows);
+            let plain = plan_cost(&lens(&row_ptr), 64, (64, 256), 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
+            let g = merge_rows(&row_ptr, &kidx, |q| q as u32, 2).unwrap();
+            let merged = plan_cost(&lens(&g.row_ptr), 64, (128, 256), 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
+            assert_eq!(merged < plain, merge, "seed {seed}: {name}: merged {merged} vs plain {plain}");
         }
     }
 

@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
-use crate::merge::{Merged, l2_traffic, merge_rows};
+use crate::merge::{MMA_BYTES_PER_FLOP, Merged, WGMMA_BYTES_PER_FLOP, merge_rows, plan_cost};
 use crate::plan::{DeviceWork, RowsSpec, WorkList, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
@@ -194,15 +194,18 @@ impl Context {
             }
         };
         let block_of = |q: usize| perm.as_ref().map_or(q as u32, |p| p[q]);
-        // The plan: unmerged, or the merge asked for or (by default) the one the L2-traffic
-        // model prefers. (A merge too large to hold is no candidate.)
+        // The plan: unmerged, or the merge asked for or (by default) the one the cost model
+        // (`merge::plan_cost`: L2 traffic plus tensor work) prefers. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
         let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
         let traffic = |rp: &[u32], choice: TileChoice| {
-            let b_unit = if choice.family == KernelFamily::Hopper { BOX } else { CHUNK_ELEMS };
-            l2_traffic(lens(rp).into_iter(), kb as u32, choice.shape(), b_unit, n)
+            let (b_unit, bytes_per_flop) = match choice.family {
+                KernelFamily::Hopper => (BOX, WGMMA_BYTES_PER_FLOP),
+                KernelFamily::Portable => (CHUNK_ELEMS, MMA_BYTES_PER_FLOP),
+            };
+            plan_cost(&lens(rp), kb as u32, choice.shape(), b_unit, n, core::mem::size_of::<T>(), bytes_per_flop)
         };
-        let mut best: Option<(TileChoice, u32, u128, Option<Merged>)> = None;
+        let mut best: Option<(TileChoice, u32, f64, Option<Merged>)> = None;
         for &(choice, m) in &candidates {
             if opts.merge_rows.is_some_and(|want| want.max(1) != m) {
                 continue;

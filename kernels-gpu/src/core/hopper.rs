@@ -83,13 +83,23 @@ pub struct Slot {
 }
 
 /// The producer side of an op: the K stages of this thread block's items, in order.
+///
+/// With `PRODUCERS > 1`, one thread in each of the first `PRODUCERS` warps of the producer
+/// warpgroup walks its own stream: producer `w` issues the block's stages `w, w + PRODUCERS,
+/// w + 2 · PRODUCERS, ...` (counted across items), into the slots those stages own. Each stage
+/// still has one producer arrival on its full barrier; the split only shares out the issue
+/// work, which a single thread cannot keep ahead of the tensor cores when stages are short or
+/// take many boxes (perf notes v16).
 pub trait StageStream: Sized {
     /// The op's launch parameters.
     type Params;
     /// One stage's coordinates.
     type Stage: Copy;
-    /// The stream over this block's items, in stages of `t.ks`.
-    unsafe fn new(p: &Self::Params, items: ItemCursor, t: WgmmaTile) -> Self;
+    /// Producer threads sharing the stages (at most every tile's `stages`).
+    const PRODUCERS: u32 = 1;
+    /// Producer `producer`'s stream over this block's items, in stages of `t.ks`: every
+    /// `PRODUCERS`-th stage from stage `producer` on.
+    unsafe fn new(p: &Self::Params, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self;
     /// The next stage (its global reads, if any, already in flight), or `None` at the end.
     unsafe fn next(&mut self, p: &Self::Params) -> Option<Self::Stage>;
     /// Issues the loads of stage `s` (the one [`StageStream::next`] returned last) into
@@ -224,6 +234,11 @@ impl Smem {
 #[inline(always)]
 pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op::Params, maps: Maps) {
     let t = WGMMA_TILES[TILE];
+    // A producer about to fill a slot waits for the release of the stage one ring before: with
+    // at least PRODUCERS slots, that stage is at or before the one this producer issued last
+    // but one, so its release is the next phase of that slot's empty barrier, never the one
+    // after (whose parity would look the same).
+    const { assert!(WGMMA_TILES[TILE].stages >= <Op::Stream as StageStream>::PRODUCERS) };
     let tid = thread_idx();
     let warpgroup = tid / 128;
     let base = (smem_base() + 1023) & !1023;
@@ -241,8 +256,10 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
 
     if warpgroup == 0 {
         set_max_nreg_producer();
-        if tid == 0 {
-            unsafe { produce::<Op>(p, sm, maps) };
+        // One thread in each of the first PRODUCERS warps.
+        let warp = tid / 32;
+        if tid.is_multiple_of(32) && warp < <Op::Stream as StageStream>::PRODUCERS {
+            unsafe { produce::<Op>(p, sm, maps, warp) };
         }
     } else {
         set_max_nreg_consumer();
@@ -250,17 +267,23 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
     }
 }
 
-/// Load role: one thread streams the op's stages into the ring.
+/// Load role: producer thread `producer` streams its share of the op's stages into the ring
+/// (every `PRODUCERS`-th stage from stage `producer`; slot `g % stages` holds stage `g`).
 #[inline(always)]
-unsafe fn produce<Op: HopperOp>(p: &Op::Params, sm: Smem, maps: Maps) {
-    let mut st = PipelineState::new(sm.t.stages);
-    let mut stream = unsafe { Op::Stream::new(p, ItemCursor::mine(Op::work(p)), sm.t) };
+unsafe fn produce<Op: HopperOp>(p: &Op::Params, sm: Smem, maps: Maps, producer: u32) {
+    let producers = <Op::Stream as StageStream>::PRODUCERS;
+    let mut st = PipelineState::starting_at(sm.t.stages, producer);
+    let mut stream = unsafe { Op::Stream::new(p, ItemCursor::mine(Op::work(p)), sm.t, producer) };
     while let Some(stage) = unsafe { stream.next(p) } {
         unsafe {
             let full = sm.ring.producer_acquire(st, sm.t.stage_bytes());
             stream.issue(p, &stage, &maps, sm.t, sm.slot(st.slot), full);
         }
-        st.advance();
+        let mut i = 0;
+        while i < producers {
+            st.advance();
+            i += 1;
+        }
     }
 }
 

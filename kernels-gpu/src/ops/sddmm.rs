@@ -154,7 +154,7 @@ mod hopper {
         type Stage = u32;
 
         #[inline(always)]
-        unsafe fn new(_p: &SddmmParams, items: ItemCursor, _t: WgmmaTile) -> Self {
+        unsafe fn new(_p: &SddmmParams, items: ItemCursor, _t: WgmmaTile, _producer: u32) -> Self {
             SddmmStages { items, item: WorkItem::default(), box_col: [0; MAX_BOXES], kt: 0, k_end: 0 }
         }
 

@@ -245,7 +245,7 @@ mod hopper {
         type Stage = Stage;
 
         #[inline(always)]
-        unsafe fn new(p: &SpgemmParams, items: ItemCursor, _t: WgmmaTile) -> Self {
+        unsafe fn new(p: &SpgemmParams, items: ItemCursor, _t: WgmmaTile, _producer: u32) -> Self {
             if let Some(first) = items.peek() {
                 unsafe { prefetch_records(p, &first) };
             }

@@ -216,10 +216,18 @@ mod hopper {
     /// rows (a 64-row box on the 64-deep tiles, 32 rows on the 32-deep one), `tm / ks` per tile.
     const MAX_MERGED: usize = (WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] / WGMMA_TILES[WGMMA_K32_TILE].ks) as usize;
 
-    /// The producer's stream of K stages over this block's items. Global reads are issued one
-    /// step ahead of their use, so their latency hides behind the barrier wait and TMA issue of
-    /// the stage before: each item's descriptor one item ahead, each stage's block indices one
-    /// stage ahead.
+    /// Stages whose block indices are in flight ahead of the one being issued. A stage's
+    /// indices are independent global loads (L2 latency when they miss L1); a 32-deep stage of
+    /// the 128 x 256 tile is multiplied in about 512 cycles, less than that latency, so with
+    /// one stage ahead a producer that fell behind could not catch up (perf notes v16). Three
+    /// stages of the 32-deep tile's four merged rows no longer fit the producer's 56
+    /// registers (`PRODUCER_REGS`; build-ptx reports the spill).
+    const AHEAD: usize = 2;
+
+    /// The producer's stream of K stages over this block's items. Global reads are issued
+    /// ahead of their use, so their latency hides behind the barrier waits and TMA issues of
+    /// the stages before: each item's descriptor one item ahead, each stage's block indices
+    /// [`AHEAD`] stages ahead.
     pub struct SpmmStages {
         items: ItemCursor,
         t: WgmmaTile,
@@ -227,31 +235,43 @@ mod hopper {
         item: WorkItem,
         n_k: u32,
         kt: u32,
-        /// The next stage to hand out.
-        pending: Option<Stage>,
+        /// Stages (of this block, the other producers') to pass over before the next fetch.
+        skip: u32,
+        /// The next stages to hand out, in order (`None` past the end).
+        ahead: [Option<Stage>; AHEAD],
     }
 
     /// One stage: the item's output tile and batch, the K offset inside the current block, the
     /// block of each merged row (`blk[0]` alone when the plan is not merged; `NO_BLOCK`: zeros)
-    /// and their K-block index.
+    /// and their K-block index. (The tile and the offset share a word, `n_tile << 8 | kin`:
+    /// `kin < 128` and `n_tile < 2^24` as N < 2^32; [`AHEAD`] stages must fit the producer's
+    /// registers.)
     #[derive(Clone, Copy)]
     pub struct Stage {
-        n_tile: u32,
+        n_kin: u32,
         batch: u32,
-        kin: u32,
         blk: [u32; MAX_MERGED],
         kblk: u32,
     }
 
     impl SpmmStages {
-        /// The position after the last one handed out, with its index loads issued.
+        /// The stage after the last one fetched, with its index loads issued.
         #[inline(always)]
         unsafe fn fetch(&mut self, p: &SpmmParams) -> Option<Stage> {
-            while self.kt >= self.n_k {
-                self.item = unsafe { self.items.next() }?;
-                self.n_k = <Spmm as HopperOp>::k_stages(p, &self.item, self.t);
-                self.kt = 0;
+            loop {
+                while self.kt >= self.n_k {
+                    self.item = unsafe { self.items.next() }?;
+                    self.n_k = <Spmm as HopperOp>::k_stages(p, &self.item, self.t);
+                    self.kt = 0;
+                }
+                if self.skip == 0 {
+                    break;
+                }
+                let step = self.skip.min(self.n_k - self.kt);
+                self.kt += step;
+                self.skip -= step;
             }
+            self.skip = <Self as StageStream>::PRODUCERS - 1;
             let kb_log2 = kb_log2(p);
             let k = self.kt * self.t.ks;
             self.kt += 1;
@@ -271,25 +291,38 @@ mod hopper {
             } else {
                 blk[0] = q;
             }
-            Some(Stage { n_tile: self.item.n_tile, batch: self.item.batch, kin: k & ((1 << kb_log2) - 1), blk, kblk })
+            Some(Stage { n_kin: self.item.n_tile << 8 | (k & ((1 << kb_log2) - 1)), batch: self.item.batch, blk, kblk })
         }
     }
 
     impl StageStream for SpmmStages {
         type Params = SpmmParams;
         type Stage = Stage;
+        /// Two: a 32-deep stage of four merged rows takes eight boxes, whose issue from one
+        /// thread took longer than the tensor cores take to multiply the stage (perf notes v16).
+        const PRODUCERS: u32 = 2;
 
         #[inline(always)]
-        unsafe fn new(p: &SpmmParams, items: ItemCursor, t: WgmmaTile) -> Self {
-            let mut s = SpmmStages { items, t, item: WorkItem::default(), n_k: 0, kt: 0, pending: None };
-            s.pending = unsafe { s.fetch(p) };
+        unsafe fn new(p: &SpmmParams, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self {
+            let mut s = SpmmStages { items, t, item: WorkItem::default(), n_k: 0, kt: 0, skip: producer, ahead: [None; AHEAD] };
+            let mut i = 0;
+            while i < AHEAD {
+                s.ahead[i] = unsafe { s.fetch(p) };
+                i += 1;
+            }
             s
         }
 
         #[inline(always)]
         unsafe fn next(&mut self, p: &SpmmParams) -> Option<Stage> {
-            let current = self.pending.take()?;
-            self.pending = unsafe { self.fetch(p) };
+            let current = self.ahead[0]?;
+            // A shift by constant indices (unrolled), so the stages stay in registers.
+            let mut i = 0;
+            while i + 1 < AHEAD {
+                self.ahead[i] = self.ahead[i + 1];
+                i += 1;
+            }
+            self.ahead[AHEAD - 1] = unsafe { self.fetch(p) };
             Some(current)
         }
 
@@ -302,14 +335,15 @@ mod hopper {
             if a_mn && t.ks != WG_K {
                 crate::ptx::trap();
             }
-            let b_row = (s.kblk << kb_log2(p)) + s.kin;
-            let n0 = s.n_tile * t.tn();
+            let (n_tile, kin) = (s.n_kin >> 8, s.n_kin & 0xff);
+            let b_row = (s.kblk << kb_log2(p)) + kin;
+            let n0 = n_tile * t.tn();
             unsafe {
                 // The A map is the values as a (nnzb · bm, bk) matrix: a K-major box starts at
                 // column kin of the block's first row; MN-major boxes at row kin of the block.
                 if t.ks == WG_K && p.flags & flags::A_MERGED == 0 {
                     let blk_row = s.blk[0] << p.bm_log2;
-                    let (k, m) = if a_mn { (blk_row + s.kin, 0) } else { (s.kin, blk_row) };
+                    let (k, m) = if a_mn { (blk_row + kin, 0) } else { (kin, blk_row) };
                     load_a(maps, t, a_mn, slot, k, m, s.batch, full);
                 } else {
                     // One box per merged row h, rows h · rb .. of the tile: a (ks, rb) K-major
@@ -323,7 +357,7 @@ mod hopper {
                         if h < t.tm >> rb_log2 {
                             let blk = s.blk[h as usize];
                             let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
-                            let (x, y) = if a_mn { (0, row + s.kin) } else { (s.kin, row) };
+                            let (x, y) = if a_mn { (0, row + kin) } else { (kin, row) };
                             tma_load_3d(slot.a + (h << rb_log2) * t.k_row_bytes(), maps.a, x, y, s.batch, full);
                         }
                         h += 1;
