@@ -234,10 +234,11 @@ impl Smem {
 #[inline(always)]
 pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op::Params, maps: Maps) {
     let t = WGMMA_TILES[TILE];
-    // A producer about to fill a slot waits for the release of the stage one ring before: with
-    // at least PRODUCERS slots, that stage is at or before the one this producer issued last
-    // but one, so its release is the next phase of that slot's empty barrier, never the one
-    // after (whose parity would look the same).
+    // A producer about to issue stage g waits for the release of stage g - stages, the slot's
+    // previous use. Before issuing its own previous stage, g - PRODUCERS, it waited for the
+    // release of g - PRODUCERS - stages, and consumers release in order. So with at least
+    // PRODUCERS slots everything up to g - 2 · stages is released: the slot's empty barrier is
+    // at most one phase behind, never two (whose parity would look the same).
     const { assert!(WGMMA_TILES[TILE].stages >= <Op::Stream as StageStream>::PRODUCERS) };
     let tid = thread_idx();
     let warpgroup = tid / 128;

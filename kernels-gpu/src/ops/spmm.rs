@@ -210,7 +210,7 @@ mod hopper {
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
     use crate::ptx_sm90::tma_load_3d;
-    use blocksparse_abi::{BOX, WG_K, WG_M, WGMMA_K32_TILE, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams};
+    use blocksparse_abi::{BLOCK_SIZES, BOX, WG_K, WG_M, WGMMA_K32_TILE, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams};
 
     /// Stream rows of a merged Hopper tile at most: the planner merges rows of at least `ks`
     /// rows (a 64-row box on the 64-deep tiles, 32 rows on the 32-deep one), `tm / ks` per tile.
@@ -223,6 +223,20 @@ mod hopper {
     /// stages of the 32-deep tile's four merged rows no longer fit the producer's 56
     /// registers (`PRODUCER_REGS`; build-ptx reports the spill).
     const AHEAD: usize = 2;
+
+    // `Stage::n_kin` holds a K offset inside a block in 8 bits, and the tile index in the rest.
+    const _: () = {
+        let mut i = 0;
+        while i < BLOCK_SIZES.len() {
+            assert!(BLOCK_SIZES[i] <= 256);
+            i += 1;
+        }
+        let mut t = 0;
+        while t < WGMMA_TILES.len() {
+            assert!(WGMMA_TILES[t].tn() >= 256);
+            t += 1;
+        }
+    };
 
     /// The producer's stream of K stages over this block's items. Global reads are issued
     /// ahead of their use, so their latency hides behind the barrier waits and TMA issues of
@@ -244,7 +258,8 @@ mod hopper {
     /// One stage: the item's output tile and batch, the K offset inside the current block, the
     /// block of each merged row (`blk[0]` alone when the plan is not merged; `NO_BLOCK`: zeros)
     /// and their K-block index. (The tile and the offset share a word, `n_tile << 8 | kin`:
-    /// `kin < 128` and `n_tile < 2^24` as N < 2^32; [`AHEAD`] stages must fit the producer's
+    /// `kin` < the largest block size, 128, and `n_tile < 2^23` as the host limits N to
+    /// `i32::MAX` and tiles are at least 256 wide; [`AHEAD`] stages must fit the producer's
     /// registers.)
     #[derive(Clone, Copy)]
     pub struct Stage {
