@@ -367,8 +367,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
     ) -> Res<(f64, String)> {
         let (ctx, reps) = (self.ctx, self.args.reps);
         let plan = ctx.plan_spmm_with(a, op_a, n, opts).map_err(err)?;
-        let merged = plan.merged_rows();
-        let kernel = format!("{}{}", plan.tile(), if merged > 1 { format!("/{merged}") } else { String::new() });
+        let kernel = crate::plan_label(&plan);
         let (rows, k) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
         let batch = a.batch();
         // Two B sets (rotated) where asked, so that repeated runs do not just re-read L2.
@@ -389,8 +388,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
     fn dense_sparse(&mut self, a: &DeviceBsr<T>, x_layout: Layout, op_a: Transpose, m: usize) -> Res<(f64, String)> {
         let (ctx, reps) = (self.ctx, self.args.reps);
         let plan = ctx.plan_dense_sparse(a, op_a, m).map_err(err)?;
-        let merged = plan.merged_rows();
-        let kernel = format!("{}{}", plan.tile(), if merged > 1 { format!("/{merged}") } else { String::new() });
+        let kernel = crate::plan_label(&plan);
         let (k, n) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
         let batch = a.batch();
         self.pool.get(ctx, key3(batch, m, k, x_layout), 0, &mut self.rng)?;

@@ -84,6 +84,13 @@ impl From<DTypeArg> for DType {
     }
 }
 
+/// How bench and validate name an SpMM plan's kernel: its tile (e.g. `Hopper128k32`), then
+/// `/m` when it merges `m` block rows per tile.
+pub fn plan_label(plan: &blocksparse::SpmmPlan) -> String {
+    let merged = plan.merged_rows();
+    format!("{}{}", plan.tile(), if merged > 1 { format!("/{merged}") } else { String::new() })
+}
+
 /// Opens the GPU or explains why not. The message "no CUDA device" is what scripts look for.
 pub fn open_context(path: KernelPath) -> Result<Context, String> {
     if !blocksparse::driver_present() {

@@ -793,7 +793,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
             {
                 return Err(format!("asked for {m} rows merged per tile, the plan merged {}", plan.merged_rows()));
             }
-            kernel = format!("{}{}", plan.tile(), if plan.merged_rows() > 1 { format!("/{}", plan.merged_rows()) } else { String::new() });
+            kernel = crate::plan_label(&plan);
             for _ in 0..2 {
                 let mut out = Dense::<O>::new(ctx, c.batch, c_rows, c_cols, c_layout, c0.clone())?;
                 if spmm_side {

@@ -198,7 +198,7 @@ impl Context {
         // (`merge::plan_cost`: L2 traffic plus tensor work) prefers. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
         let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
-        let traffic = |rp: &[u32], choice: TileChoice| {
+        let cost = |rp: &[u32], choice: TileChoice| {
             let (b_unit, bytes_per_flop) = match choice.family {
                 KernelFamily::Hopper => (BOX, WGMMA_BYTES_PER_FLOP),
                 KernelFamily::Portable => (CHUNK_ELEMS, MMA_BYTES_PER_FLOP),
@@ -211,10 +211,10 @@ impl Context {
                 continue;
             }
             let (t, merged) = if m == 1 {
-                (traffic(&row_ptr, choice), None)
+                (cost(&row_ptr, choice), None)
             } else {
                 match merge_rows(&row_ptr, &kidx, block_of, m as usize) {
-                    Ok(merged) => (traffic(&merged.row_ptr, choice), Some(merged)),
+                    Ok(merged) => (cost(&merged.row_ptr, choice), Some(merged)),
                     Err(e) if opts.merge_rows.is_some() => return Err(e),
                     Err(_) => continue,
                 }
