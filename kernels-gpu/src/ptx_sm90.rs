@@ -109,6 +109,20 @@ pub unsafe fn tma_store_3d(tmap: u64, c0: u32, c1: u32, c2: u32, src: u32) {
     }
 }
 
+/// Stores four 8x8 b16 matrices to shared memory (sm_90 `stmatrix`): `v[i]` is this lane's
+/// word of matrix `i` in the `mma` fragment layout (lane `l`: row `l / 4`, columns `2 (l % 4)`
+/// and `+ 1`, packed low-first), and lane `l` gives the 16-byte-aligned address of row `l % 8`
+/// of matrix `l / 8`. All 32 lanes take part.
+#[inline(always)]
+pub unsafe fn stmatrix_x4(addr: u32, v: [u32; 4]) {
+    unsafe {
+        asm!(
+            "stmatrix.sync.aligned.m8n8.x4.shared.b16 [{0}], {{{1}, {2}, {3}, {4}}};",
+            in(reg32) addr, in(reg32) v[0], in(reg32) v[1], in(reg32) v[2], in(reg32) v[3], options(nostack)
+        );
+    }
+}
+
 /// Closes this thread's current bulk group (TMA stores issued since the last commit).
 #[inline(always)]
 pub fn bulk_commit() {

@@ -168,6 +168,34 @@ impl<O: Output> Dest<O> for BlockDest {
     }
 }
 
+/// A destination seen with `beta == 0`: C is not read. The epilogues run their body through
+/// it when the launch's beta is zero, so that the per-pair tests of beta fold away (one
+/// warp-uniform branch per tile instead of one per pair).
+struct NoBeta<'a, D>(&'a D);
+
+impl<O: Output, D: Dest<O>> Dest<O> for NoBeta<'_, D> {
+    #[inline(always)]
+    fn at(&self, row: u32, col: u32) -> *mut O::Elem {
+        self.0.at(row, col)
+    }
+    #[inline(always)]
+    fn cols(&self) -> u32 {
+        self.0.cols()
+    }
+    #[inline(always)]
+    fn col_major(&self) -> bool {
+        self.0.col_major()
+    }
+    #[inline(always)]
+    fn alpha(&self) -> f32 {
+        self.0.alpha()
+    }
+    #[inline(always)]
+    fn beta(&self) -> f32 {
+        0.0
+    }
+}
+
 /// Writes one warp's `(16, 8·J)` accumulator strip (layout in the module docs) whose element
 /// (0, 0) is tile element `(row0, col0)`; `frag(j)` returns lane `lane`'s four values of column
 /// group `j`. `J` is a multiple of 4. Must be called by all 32 lanes.
@@ -180,6 +208,33 @@ impl<O: Output> Dest<O> for BlockDest {
 /// row, or single elements down 8 consecutive rows.
 #[inline(always)]
 pub unsafe fn store_strip<O: Output, D: Dest<O>, const J: usize>(d: &D, row0: u32, col0: u32, lane: u32, frag: impl Fn(usize) -> [f32; 4]) {
+    unsafe {
+        // (f32 C keeps one body: on the Hopper tiles two spill under the consumer's registers.)
+        if O::PACK2.is_some() && d.beta() == 0.0 {
+            strip::<O, _, J>(&NoBeta(d), row0, col0, lane, &frag)
+        } else {
+            strip::<O, _, J>(d, row0, col0, lane, &frag)
+        }
+    }
+}
+
+/// [`store_strip`] as one body for any beta, for callers whose registers cannot take two (the
+/// 128-row SDDMM tile spills with two).
+#[cfg(target_feature = "sm_90a")]
+#[inline(always)]
+pub unsafe fn store_strip_one_body<O: Output, D: Dest<O>, const J: usize>(
+    d: &D,
+    row0: u32,
+    col0: u32,
+    lane: u32,
+    frag: impl Fn(usize) -> [f32; 4],
+) {
+    unsafe { strip::<O, _, J>(d, row0, col0, lane, &frag) }
+}
+
+/// [`store_strip`]'s body.
+#[inline(always)]
+unsafe fn strip<O: Output, D: Dest<O>, const J: usize>(d: &D, row0: u32, col0: u32, lane: u32, frag: &impl Fn(usize) -> [f32; 4]) {
     // Per call, so that the column indices below are not hoisted out of the item loop.
     let lane = opaque(lane);
     let (g, q) = (lane / 4, lane % 4);
@@ -392,11 +447,25 @@ impl CStage {
         batch: u32,
         lt: u32,
     ) {
-        use crate::ptx::{st_shared_u32, st_shared_v2_u32};
-        use crate::ptx_sm90::{bulk_commit, bulk_wait_read, fence_proxy_async_smem, named_barrier, tma_store_3d};
+        unsafe {
+            // (f32 C keeps one body: two spill under the consumer's register budget.)
+            if O::PACK2.is_some() && d.beta() == 0.0 {
+                self.store_chunks::<O, _, N_REGS>(&NoBeta(d), acc, (gcol0, grow0, batch), lt)
+            } else {
+                self.store_chunks::<O, _, N_REGS>(d, acc, (gcol0, grow0, batch), lt)
+            }
+        }
+    }
+
+    /// [`CStage::store`]'s body.
+    #[inline(always)]
+    unsafe fn store_chunks<O: Output, D: Dest<O>, const N_REGS: usize>(&self, d: &D, acc: &[f32; N_REGS], at: (u32, u32, u32), lt: u32) {
+        let (gcol0, grow0, batch) = at;
+        use crate::ptx::st_shared_v2_u32;
+        use crate::ptx_sm90::{bulk_commit, bulk_wait_read, fence_proxy_async_smem, named_barrier, stmatrix_x4, tma_store_3d};
         use blocksparse_abi::C_CHUNK_BYTES;
 
-        // Per item, so that the 32 shared addresses below are not hoisted out of the item loop.
+        // Per item, so that the shared addresses below are not hoisted out of the item loop.
         let lt = opaque(lt);
         let (w, l) = (lt / 32, lt % 32);
         let q = l % 4;
@@ -405,38 +474,63 @@ impl CStage {
         let chunk_cols = 128 / elem;
         let groups = chunk_cols / 8;
         let n_chunks = (N_REGS as u32 / 4) / groups;
+        // 16-bit C leaves through `stmatrix`, four 8x8 matrices at a time: matrix m of groups
+        // (2p, 2p + 1) of a chunk is row half m % 2 of group 2p + m / 2. Lane l addresses row
+        // l % 8 of matrix l / 8: chunk row r = 16 w + 8 (m % 2) + l % 8, whose 16-byte unit u
+        // (one 8-column group) sits at u ^ (r % 8). With u = 2p ^ (m / 2), the lane's offset
+        // for pair p is its offset for p = 0 with bits 5.. of the unit flipped by 2p.
+        let m = l / 8;
+        let st_off = (16 * w + 8 * (m % 2) + l % 8) * 128 + (((m / 2) ^ (l % 8)) * 16);
         let mut k = 0;
         while k < n_chunks {
             if k * chunk_cols >= d.cols() {
                 break; // the same for the whole warpgroup
             }
             let buf = self.chunks + (k % 2) * C_CHUNK_BYTES;
-            if lt == 0 {
-                // Chunk k - 2 used this buffer (the previous item's last chunks, for k = 0).
-                if k == 0 { bulk_wait_read::<0>() } else { bulk_wait_read::<1>() }
-            }
-            named_barrier(self.barrier, 128);
-            let mut jj = 0;
-            while jj < groups {
-                let j = k * groups + jj;
-                let mut h = 0;
-                while h < 2 {
-                    let i = (4 * j + 2 * h) as usize;
-                    let r = 16 * w + l / 4 + 8 * h;
-                    let c = 8 * j + 2 * q;
-                    let (v0, v1) = unsafe { d.scaled_pair(r, c, acc[i], acc[i + 1]) };
-                    // Byte column in the chunk row; 16-byte unit `u` sits at `u ^ (r % 8)`.
-                    let bc = (8 * jj + 2 * q) * elem;
-                    let addr = buf + r * 128 + (((bc / 16) ^ (r % 8)) * 16) + bc % 16;
-                    unsafe {
-                        match O::PACK2 {
-                            Some(pack) => st_shared_u32(addr, pack(v0, v1)),
-                            None => st_shared_v2_u32(addr, v0.to_bits(), v1.to_bits()),
-                        }
-                    }
-                    h += 1;
+            // Chunk k reuses the buffer of chunk k - 2. At k = 0, every store of the previous
+            // item (issued a main loop ago) must have read its buffer, chunk 1's included; from
+            // k = 2 on, the store of chunk k - 2.
+            if k != 1 {
+                if lt == 0 {
+                    if k == 0 { bulk_wait_read::<0>() } else { bulk_wait_read::<1>() }
                 }
-                jj += 1;
+                named_barrier(self.barrier, 128);
+            }
+            match O::PACK2 {
+                Some(pack) => {
+                    let mut p = 0;
+                    while p < groups / 2 {
+                        let mut v = [0u32; 4];
+                        let mut mm = 0;
+                        while mm < 4 {
+                            let (j, h) = (k * groups + 2 * p + mm / 2, mm % 2);
+                            let i = (4 * j + 2 * h) as usize;
+                            let (v0, v1) = unsafe { d.scaled_pair(16 * w + l / 4 + 8 * h, 8 * j + 2 * q, acc[i], acc[i + 1]) };
+                            v[mm as usize] = pack(v0, v1);
+                            mm += 1;
+                        }
+                        unsafe { stmatrix_x4(buf + (st_off ^ (32 * p)), v) };
+                        p += 1;
+                    }
+                }
+                None => {
+                    let mut jj = 0;
+                    while jj < groups {
+                        let j = k * groups + jj;
+                        let mut h = 0;
+                        while h < 2 {
+                            let i = (4 * j + 2 * h) as usize;
+                            let r = 16 * w + l / 4 + 8 * h;
+                            let (v0, v1) = unsafe { d.scaled_pair(r, 8 * j + 2 * q, acc[i], acc[i + 1]) };
+                            // Byte column in the chunk row; 16-byte unit `u` sits at `u ^ (r % 8)`.
+                            let bc = (8 * jj + 2 * q) * elem;
+                            let addr = buf + r * 128 + (((bc / 16) ^ (r % 8)) * 16) + bc % 16;
+                            unsafe { st_shared_v2_u32(addr, v0.to_bits(), v1.to_bits()) };
+                            h += 1;
+                        }
+                        jj += 1;
+                    }
+                }
             }
             fence_proxy_async_smem();
             named_barrier(self.barrier, 128);

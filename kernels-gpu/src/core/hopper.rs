@@ -26,7 +26,7 @@
 
 use blocksparse_abi::{BOX, C_CHUNK_BYTES, DenseOut, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
 
-use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_partial_strip, store_strip};
+use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_partial_strip, store_strip, store_strip_one_body};
 use crate::core::ring::{MbarRing, PipelineState};
 use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
@@ -148,7 +148,7 @@ impl Consumer {
     /// this warpgroup's first row).
     #[inline(always)]
     pub unsafe fn store_blocks<O: Output>(&self, d: &BlockDest, acc: &[f32; 128]) {
-        unsafe { store_strip::<O, _, 32>(d, 16 * (self.lt / 32), self.wn * WG_N, self.lt % 32, Self::frag(acc)) };
+        unsafe { store_strip_one_body::<O, _, 32>(d, 16 * (self.lt / 32), self.wn * WG_N, self.lt % 32, Self::frag(acc)) };
     }
 
     /// Writes the warpgroup's accumulators, unscaled, into the item's f32 partial tile.
