@@ -200,7 +200,7 @@ pub const fn mma_tile_index(tm: u32) -> Option<usize> {
 // Hopper tiles (wgmma + TMA)
 // ---------------------------------------------------------------------------------------------
 
-/// K depth of one stage of the Hopper kernels (but SpMM's 32-deep tile, [`WGMMA_K32_TILE`]):
+/// K depth of one stage of the Hopper kernels (but SpMM's shallow tiles, [`WGMMA_SHALLOW_TILES`]):
 /// one 128-byte swizzle span of f16/bf16.
 pub const WG_K: u32 = 64;
 /// Columns of C one consumer warpgroup owns (`wgmma m64n256k16`).
@@ -240,8 +240,9 @@ pub struct WgmmaTile {
     /// `tn / 128`: each 128-column group of the tile has its own A slice in the stage, and a
     /// consumer runs one `m64n128` step per group (SpGEMM: each group streams its own K list).
     pub a_groups: u32,
-    /// K depth of one stage: [`WG_K`] (64), or 32 for blocks 32 deep (SpMM's `(rb, 32)` A
-    /// boxes; K-major operands then lie in rows of 64 bytes, 64-byte swizzled).
+    /// K depth of one stage: [`WG_K`] (64), or 32 / 16 for blocks 32 / 16 deep (SpMM's
+    /// `(rb, ks)` A boxes; K-major operands then lie in rows of 64 / 32 bytes, swizzled over
+    /// the row).
     pub ks: u32,
 }
 
@@ -275,7 +276,7 @@ impl WgmmaTile {
         self.ks * BOX * 2
     }
     /// Bytes of one row of a K-major operand in the stage (`ks` elements), which is also its
-    /// swizzle span: 128 or 64.
+    /// swizzle span: 128, 64 or 32.
     pub const fn k_row_bytes(&self) -> u32 {
         self.ks * 2
     }
@@ -308,7 +309,7 @@ impl WgmmaTile {
             && (self.c_buffers == 0 || self.c_buffers == 2)
             && (self.skew == 0 || (self.consumers() == 2 && self.skew < self.stages))
             && (self.a_groups == 1 || self.a_groups == self.tn() / 128)
-            && (self.ks == WG_K || (self.ks == 32 && self.a_groups == 1))
+            && (self.ks == WG_K || ((self.ks == 32 || self.ks == 16) && self.a_groups == 1))
             && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
@@ -330,17 +331,20 @@ pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 /// then their grouped-A twins ([`WGMMA_GROUPED_TILES`], SpGEMM), whose larger A stages leave
 /// room for fewer ring stages.
 /// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
-pub const WGMMA_TILES: [WgmmaTile; 5] = [
+pub const WGMMA_TILES: [WgmmaTile; 6] = [
     WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64 },
     WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64 },
     WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4, ks: 64 },
     WgmmaTile { tm: 128, wg_n: 1, stages: 3, c_buffers: 2, skew: 1, a_groups: 2, ks: 64 },
     WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32 },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 16, c_buffers: 2, skew: 1, a_groups: 1, ks: 16 },
 ];
 
-/// Index into [`WGMMA_TILES`] of SpMM's tile for blocks 32 deep: 128 rows, stages of one
-/// 32-deep block column (A in `(rb, 32)` boxes, one per merged block row of `rb` rows).
-pub const WGMMA_K32_TILE: usize = 4;
+/// Indices into [`WGMMA_TILES`] of SpMM's shallow tiles, deepest first: 128 rows, stages of
+/// one 32-deep (16-deep) block column, A in `(ks, rb)` K-major boxes, one per merged block row
+/// of `rb ≥ ks` rows (`128 / rb` rows merged). The planner takes the deepest one whose `ks`
+/// divides the blocks' K extent.
+pub const WGMMA_SHALLOW_TILES: [usize; 2] = [4, 5];
 
 /// Index into [`WGMMA_TILES`] of the grouped-A tile with `WGMMA_TILE_ROWS[i]` rows.
 pub const WGMMA_GROUPED_TILES: [usize; 2] = [2, 3];
@@ -349,7 +353,7 @@ pub const WGMMA_GROUPED_TILES: [usize; 2] = [2, 3];
 /// the 128-byte swizzle that the C tensor map's TMA stores read.
 pub const C_CHUNK_BYTES: u32 = WG_M * 128;
 /// Output-tile heights of the Hopper kernels. Operands enter in boxes `ks` deep, so the blocks
-/// they stream must be a multiple of `ks` wide along K (64; 32 on [`WGMMA_K32_TILE`]).
+/// they stream must be a multiple of `ks` wide along K (64; 32 or 16 on [`WGMMA_SHALLOW_TILES`]).
 pub const WGMMA_TILE_ROWS: [u32; 2] = [64, 128];
 
 const _: () = {
@@ -358,7 +362,13 @@ const _: () = {
         assert!(WGMMA_TILES[i].check(), "invalid WGMMA tile configuration");
         i += 1;
     }
-    assert!(WGMMA_TILES[WGMMA_K32_TILE].ks == 32 && WGMMA_TILES[WGMMA_K32_TILE].tm == WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1]);
+    let mut i = 0;
+    while i < WGMMA_SHALLOW_TILES.len() {
+        let t = WGMMA_TILES[WGMMA_SHALLOW_TILES[i]];
+        assert!(t.ks < WG_K && t.tm == WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1]);
+        assert!(i == 0 || t.ks < WGMMA_TILES[WGMMA_SHALLOW_TILES[i - 1]].ks);
+        i += 1;
+    }
     let mut i = 0;
     while i < WGMMA_TILE_ROWS.len() {
         // SDDMM's and SpGEMM's tiles stream stages of WG_K.
@@ -809,6 +819,12 @@ macro_rules! for_each_kernel {
         $m!(spmm_wgmma_bf16_t128k32_f16, Spmm, Hopper, Bf16, 4, F16);
         $m!(spmm_wgmma_bf16_t128k32_bf16, Spmm, Hopper, Bf16, 4, Bf16);
         $m!(spmm_wgmma_bf16_t128k32_f32, Spmm, Hopper, Bf16, 4, F32);
+        $m!(spmm_wgmma_f16_t128k16_f16, Spmm, Hopper, F16, 5, F16);
+        $m!(spmm_wgmma_f16_t128k16_bf16, Spmm, Hopper, F16, 5, Bf16);
+        $m!(spmm_wgmma_f16_t128k16_f32, Spmm, Hopper, F16, 5, F32);
+        $m!(spmm_wgmma_bf16_t128k16_f16, Spmm, Hopper, Bf16, 5, F16);
+        $m!(spmm_wgmma_bf16_t128k16_bf16, Spmm, Hopper, Bf16, 5, Bf16);
+        $m!(spmm_wgmma_bf16_t128k16_f32, Spmm, Hopper, Bf16, 5, F32);
         $m!(sddmm_wgmma_f16_t64_f16, Sddmm, Hopper, F16, 0, F16);
         $m!(sddmm_wgmma_f16_t64_bf16, Sddmm, Hopper, F16, 0, Bf16);
         $m!(sddmm_wgmma_f16_t64_f32, Sddmm, Hopper, F16, 0, F32);

@@ -76,11 +76,12 @@ pub(crate) fn tensor_map<T: Element>(ptr: u64, dims: [u64; 3], pitches: [u64; 2]
     if dims.iter().any(|&d| d == 0 || d > u32::MAX as u64) || pitches.iter().any(|&p| p % 16 != 0 || p >= 1 << 40) {
         return Err(Error::TooLarge { what: "TMA tensor extent", value: dims.iter().copied().max().unwrap_or(0) as usize });
     }
-    // Swizzled over the box's contiguous extent: 128 bytes (64 f16/bf16, 32 f32), or 64 for the
-    // 32-deep K-major boxes of the Hopper tile for blocks 32 deep.
+    // Swizzled over the box's contiguous extent: 128 bytes (64 f16/bf16, 32 f32), or 64 / 32
+    // for the 32- / 16-deep K-major boxes of the Hopper tiles for shallow blocks.
     let swizzle = match boxdim[0] as usize * core::mem::size_of::<T>() {
         128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
         64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        32 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
         bytes => return Err(Error::KernelUnavailable(format!("no swizzled TMA layout for a box {bytes} bytes wide"))),
     };
     let mut map = CUtensorMap { opaque: [0; 16] };

@@ -73,12 +73,16 @@ pub fn wgmma_commit() {
 }
 
 /// Shared-memory matrix descriptor for a tile starting at `addr`, swizzled over `span` bytes
-/// (128 or 64; the pattern is a function of the address bits, its atoms aligned to 8 · span):
-/// bits 0-13 address >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63
-/// swizzle mode (1 = 128B, 2 = 64B).
+/// (128, 64 or 32; the pattern is a function of the address bits, its atoms aligned to 8 ·
+/// span): bits 0-13 address >> 4, 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4,
+/// 62-63 swizzle mode (1 = 128B, 2 = 64B, 3 = 32B).
 #[inline(always)]
 pub fn swizzled_desc(addr: u32, lbo: u32, sbo: u32, span: u32) -> u64 {
-    let mode: u64 = if span == 128 { 1 } else { 2 };
+    let mode: u64 = match span {
+        128 => 1,
+        64 => 2,
+        _ => 3,
+    };
     ((addr as u64 & 0x3FFFF) >> 4) | (((lbo as u64) >> 4) << 16) | (((sbo as u64) >> 4) << 32) | (mode << 62)
 }
 

@@ -4,6 +4,7 @@
 //! runs the GPU product twice (the two results must agree bit for bit), and compares every
 //! element of every matrix of the batch.
 
+use blocksparse::kernels::Arch;
 use blocksparse::{
     BlockShape, Bsr, Context, DType, DeviceBsr, DeviceMatrix, Element, InputElement, KernelPath, Layout, PlanOptions, SpgemmOutput,
     Transpose,
@@ -398,9 +399,9 @@ fn cases() -> Vec<Case> {
 /// every layout, Aᵀ, odd block-row counts (a last tile with rows past M), empty rows and single
 /// blocks inside merged groups, long rows (split-K), batches and alpha/beta. (The planner's own
 /// choice runs in every other SpMM case.) On the Hopper module, 64-row blocks merge in pairs on
-/// the 128-row wgmma tile, and 32-row blocks on the 32-deep wgmma tile where their count is
-/// even (else on the portable kernel); `--path portable` runs all of them on the portable
-/// kernel.
+/// the 128-row wgmma tile, 32-row blocks on the 32-deep wgmma tile where their count is even
+/// and 16-row blocks on the 16-deep one where it is a multiple of 4 (else on the portable
+/// kernel); `--path portable` runs all of them on the portable kernel.
 fn merged_cases(v: &mut Cases) {
     use DType::*;
     use Layout::{ColMajor as C, RowMajor as R};
@@ -444,41 +445,48 @@ fn merged_cases(v: &mut Cases) {
             v.merged(m);
         }
     }
-    // The Hopper tile of 32-deep stages (blocks 32 deep or 32 rows, K-major A; an even number
-    // of 32-row block rows, so that rows past M fill whole warpgroups): every family, both
-    // layouts of B and C, one and two stages per block, unmerged 128-row blocks, dense ×
-    // sparse, split-K, batches. (`--path portable` runs them on the portable tiles.)
-    for (i, f) in MaskFamily::REAL.iter().enumerate() {
-        let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][i % 4];
-        v.push(plain, (34 * 32, 24 * 32, 264), (32, 32), dt, Pattern::Family(*f), if i % 2 == 0 { (1.0, 0.0) } else { (0.5, 1.5) }, 1);
-        v.merged(4);
-    }
+    // The Hopper tiles of 32- and 16-deep stages (blocks 32 / 16 deep or 32 / 16 rows, K-major
+    // A; a block-row count that fills whole warpgroups): every family, both layouts of B and C,
+    // one, two and four stages per block, unmerged 128-row blocks, dense × sparse, split-K,
+    // batches. (`--path portable` runs them on the portable tiles, 16-row blocks unmerged.)
+    let shallow: [(usize, &[((usize, usize), u32)]); 2] = [
+        (32, &[((32, 32), 4), ((64, 32), 2), ((32, 64), 4), ((128, 32), 1)]),
+        (16, &[((16, 16), 8), ((32, 16), 4), ((16, 32), 8), ((64, 16), 2), ((128, 16), 1), ((16, 64), 8)]),
+    ];
     let mut i = 0;
-    for b in [R, C] {
-        for c in [R, C] {
-            for &((bm, bk), m) in &[((32, 32), 4u32), ((64, 32), 2), ((32, 64), 4), ((128, 32), 1)] {
-                let dt = [(F16, F32), (Bf16, Bf16), (F16, F16), (Bf16, F32)][i % 4];
-                let pat = [Pattern::EmptyRows(0.4), Pattern::Banded(0.3), Pattern::Uniform(0.35)][i % 3];
-                let ab = if i % 3 == 1 { (1.5, -0.75) } else { (1.0, 0.0) };
-                // 64-row blocks: 9 block rows, the last tile's second warpgroup past M.
-                let rows = if bm == 64 { 9 * 64 } else { 10 * 64 };
-                v.push(Op::Spmm { op_a: N, b, c }, (rows, 9 * bk, 200 + 9 * (i % 4)), (bm, bk), dt, pat, ab, 1 + i % 2);
-                v.merged(m);
-                i += 1;
+    for (bs, shapes) in shallow {
+        let m = (128 / bs) as u32;
+        for (j, f) in MaskFamily::REAL.iter().enumerate() {
+            let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][(i + j) % 4];
+            v.push(plain, (1088, 768, 264), (bs, bs), dt, Pattern::Family(*f), if (i + j) % 2 == 0 { (1.0, 0.0) } else { (0.5, 1.5) }, 1);
+            v.merged(m);
+        }
+        for b in [R, C] {
+            for c in [R, C] {
+                for &((bm, bk), m) in shapes {
+                    let dt = [(F16, F32), (Bf16, Bf16), (F16, F16), (Bf16, F32)][i % 4];
+                    let pat = [Pattern::EmptyRows(0.4), Pattern::Banded(0.3), Pattern::Uniform(0.35)][i % 3];
+                    let ab = if i % 3 == 1 { (1.5, -0.75) } else { (1.0, 0.0) };
+                    // 64-row blocks: 9 block rows, the last tile's second warpgroup past M.
+                    let rows = if bm == 64 { 9 * 64 } else { 10 * 64 };
+                    v.push(Op::Spmm { op_a: N, b, c }, (rows, 9 * bk.max(32), 200 + 9 * (i % 4)), (bm, bk), dt, pat, ab, 1 + i % 2);
+                    v.merged(m);
+                    i += 1;
+                }
             }
         }
+        for x in [R, C] {
+            v.push(Op::DenseSparse { x, op_a: T, c: R }, (384, 320, 136), (bs, bs), (F16, F32), Pattern::Banded(0.3), (1.0, 0.5), 2);
+            v.merged(m);
+        }
+        // (N past 128: at one N tile of 128 or fewer columns the model prefers the portable tile.)
+        v.push(plain, (128, 32768, 200), (bs, bs), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
+        v.merged(m);
+        v.push(plain, (192, 512 * bs, 136), (bs, bs), (Bf16, Bf16), Pattern::Uniform(0.9), (1.0, 0.0), 3);
+        v.merged(m);
+        v.push(plain, (64, 8 * bs, 264), (bs, bs), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
+        v.merged(m);
     }
-    for x in [R, C] {
-        v.push(Op::DenseSparse { x, op_a: T, c: R }, (12 * 32, 10 * 32, 136), (32, 32), (F16, F32), Pattern::Banded(0.3), (1.0, 0.5), 2);
-        v.merged(4);
-    }
-    // (N past 128: at one N tile of 128 or fewer columns the model prefers the portable tile.)
-    v.push(plain, (4 * 32, 1024 * 32, 200), (32, 32), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
-    v.merged(4);
-    v.push(plain, (6 * 32, 512 * 32, 136), (32, 32), (Bf16, Bf16), Pattern::Uniform(0.9), (1.0, 0.0), 3);
-    v.merged(4);
-    v.push(plain, (2 * 32, 8 * 32, 264), (32, 32), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
-    v.merged(4);
 
     for &(bs, m) in &merges {
         // Long rows with empty partners (split-K + fix-up, the fix-up's last tile past M).
@@ -781,14 +789,23 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                     dense_sparse_reference(alpha, dense.host(b), mat, op_a, beta, c0_dense.host(b))
                 });
             }
-            let opts = PlanOptions { merge_rows: c.merge, ..Default::default() };
-            let plan = if spmm_side {
-                ctx.plan_spmm_with(&a_dev, op_a, n_out, &opts)
-            } else {
-                ctx.plan_dense_sparse_with(&a_dev, op_a, n_out, &opts)
-            }
-            .map_err(e)?;
-            if let Some(m) = c.merge
+            let plan_with = |merge_rows: Option<u32>| {
+                let opts = PlanOptions { merge_rows, ..Default::default() };
+                if spmm_side {
+                    ctx.plan_spmm_with(&a_dev, op_a, n_out, &opts)
+                } else {
+                    ctx.plan_dense_sparse_with(&a_dev, op_a, n_out, &opts)
+                }
+            };
+            // A merge of 16-row blocks runs on the Hopper module's 16-deep tile only (a portable
+            // warp's rows would span two blocks): on the sm_80 module those cases run unmerged,
+            // and the kernel column says so. On sm_90a every merge asked for must be planned.
+            let (plan, merge) = match plan_with(c.merge) {
+                Err(blocksparse::Error::UnsupportedMerge { .. }) if ctx.arch() == Arch::Sm80 => (plan_with(Some(1)), Some(1)),
+                plan => (plan, c.merge),
+            };
+            let plan = plan.map_err(e)?;
+            if let Some(m) = merge
                 && plan.merged_rows() != m as usize
             {
                 return Err(format!("asked for {m} rows merged per tile, the plan merged {}", plan.merged_rows()));

@@ -91,7 +91,7 @@ impl TileChoice {
     }
 }
 
-/// `Portable64`, `Hopper128`, `Hopper128k32` (a Hopper tile of 32-deep stages): the family and
+/// `Portable64`, `Hopper128`, `Hopper128k32` (a Hopper tile of 32-deep stages; `k16`: 16-deep): the family and
 /// the tile's rows.
 impl std::fmt::Display for TileChoice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use blocksparse_abi::{
     BOX, BlockOut, CHUNK_ELEMS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, SpmmParams, WG_K, WG_M,
-    WGMMA_K32_TILE, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -297,9 +297,10 @@ impl Context {
     /// The plans a stream of `rows` rows of `rb`-row blocks of K extent `kb` can run: `(tile,
     /// rows merged per tile)`, the unmerged plan first. On the Hopper module: 64-row rows in
     /// pairs on the 128-row tile (one `(64, 64)` TMA box each); and, for K-major A whose blocks
-    /// the 64-deep tiles cannot take (32 deep, or rows of 32), the 128-row tile of 32-deep
-    /// stages with `128 / rb` rows of at least 32 (one `(32, rb)` box each), where the rows past
-    /// the last stream row fill whole warpgroups. On the portable kernel, any taller tile whose
+    /// the 64-deep tiles cannot take (32 or 16 deep, or rows of 32 or 16), the 128-row tile of
+    /// the deepest stages `ks` (32 or 16) that divide the blocks' K extent, with `128 / rb` rows
+    /// of at least `ks` (one `(ks, rb)` box each), where the rows past the last stream row fill
+    /// whole warpgroups. On the portable kernel, any taller tile whose
     /// warps' rows each lie inside one stream row. (Rows past the last stream row are skipped
     /// whole by the epilogues.)
     fn merge_candidates<T: InputElement>(
@@ -332,16 +333,19 @@ impl Context {
                 }
             }
             KernelFamily::Portable => {
-                let ks = WGMMA_TILES[WGMMA_K32_TILE].ks as usize;
                 let whole_warpgroups = rb >= WG_M as usize || rows.is_multiple_of(WG_M as usize / rb);
-                if kernel_op == Transpose::No
+                // The deepest shallow tile whose stages the blocks fill.
+                let shallow = WGMMA_SHALLOW_TILES.iter().copied().find(|&tile| {
+                    let ks = WGMMA_TILES[tile].ks as usize;
+                    kb.is_multiple_of(ks) && rb >= ks
+                });
+                if let Some(tile) = shallow
+                    && kernel_op == Transpose::No
                     && hopper_fits
-                    && kb.is_multiple_of(ks)
-                    && rb >= ks
                     && tall.is_multiple_of(rb)
                     && whole_warpgroups
                 {
-                    let choice = TileChoice { family: KernelFamily::Hopper, tile: WGMMA_K32_TILE };
+                    let choice = TileChoice { family: KernelFamily::Hopper, tile };
                     if has(choice) {
                         out.push((choice, (tall / rb) as u32));
                     }

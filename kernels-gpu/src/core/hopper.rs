@@ -9,7 +9,7 @@
 //! the shared-memory layout, the barriers, the roles, the operand layouts of the tensor-core
 //! loop and the consumer skew.
 //!
-//! Stage layout (`WgmmaTile`, stages `ks` = 64 deep, or 32 on SpMM's 32-deep tile): A `(tm,
+//! Stage layout (`WgmmaTile`, stages `ks` = 64 deep, or 32 / 16 on SpMM's shallow tiles): A `(tm,
 //! ks)` as K-major boxes `(ks, rows)` (rows of `2 · ks` bytes, swizzled over the row) or `tm /
 //! 64` MN-major boxes `(64 M, ks K)`; B `(ks, tn)` as `tn / 64` boxes, MN-major `(64 N, ks K)`
 //! (128-byte swizzle) or K-major `(ks K, 64 N)`. Consumer `c` owns rows `64 · (c / wg_n)` and
@@ -46,7 +46,7 @@ const ROW_BYTES: u32 = 128;
 const ATOM_BYTES: u32 = 8 * ROW_BYTES;
 
 /// The wgmma descriptor of k16 step `kk` of a K-major operand at `base`: rows of `ks` elements
-/// (`k_row_bytes`: 128 or 64), swizzled over the row, 8-row atoms `8 · k_row_bytes` apart; the
+/// (`k_row_bytes`: 128, 64 or 32), swizzled over the row, 8-row atoms `8 · k_row_bytes` apart; the
 /// step is 32 bytes along the row.
 #[inline(always)]
 fn k_major_desc(t: WgmmaTile, base: u32, kk: u32) -> u64 {
@@ -84,21 +84,31 @@ pub struct Slot {
 
 /// The producer side of an op: the K stages of this thread block's items, in order.
 ///
-/// With `PRODUCERS > 1`, one thread in each of the first `PRODUCERS` warps of the producer
-/// warpgroup walks its own stream: producer `w` issues the block's stages `w, w + PRODUCERS,
-/// w + 2 · PRODUCERS, ...` (counted across items), into the slots those stages own. Each stage
-/// still has one producer arrival on its full barrier; the split only shares out the issue
-/// work, which a single thread cannot keep ahead of the tensor cores when stages are short or
-/// take many boxes (perf notes v16).
+/// With `P = producers(t) > 1`, one thread in each of the first `P` warps of the producer
+/// warpgroup walks its own stream: producer `w` issues the block's stages `w, w + P, w + 2 · P,
+/// ...` (counted across items), into the slots those stages own. Each stage still has one
+/// producer arrival on its full barrier; the split only shares out the issue work, which a
+/// single thread cannot keep ahead of the tensor cores when stages are short or take many
+/// boxes (perf notes v16).
 pub trait StageStream: Sized {
     /// The op's launch parameters.
     type Params;
     /// One stage's coordinates.
     type Stage: Copy;
-    /// Producer threads sharing the stages (at most every tile's `stages`).
-    const PRODUCERS: u32 = 1;
+    /// Producer threads the op would share tile `t`'s stages between.
+    #[inline(always)]
+    fn wanted_producers(_t: WgmmaTile) -> u32 {
+        1
+    }
+    /// Producer threads that share tile `t`'s stages: the op's wish, at most one per warp of
+    /// the producer warpgroup and at most `t.stages` (which the ring's phase argument in
+    /// [`run`] needs).
+    #[inline(always)]
+    fn producers(t: WgmmaTile) -> u32 {
+        Self::wanted_producers(t).clamp(1, 4).min(t.stages)
+    }
     /// Producer `producer`'s stream over this block's items, in stages of `t.ks`: every
-    /// `PRODUCERS`-th stage from stage `producer` on.
+    /// `producers(t)`-th stage from stage `producer` on.
     unsafe fn new(p: &Self::Params, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self;
     /// The next stage (its global reads, if any, already in flight), or `None` at the end.
     unsafe fn next(&mut self, p: &Self::Params) -> Option<Self::Stage>;
@@ -235,11 +245,12 @@ impl Smem {
 pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op::Params, maps: Maps) {
     let t = WGMMA_TILES[TILE];
     // A producer about to issue stage g waits for the release of stage g - stages, the slot's
-    // previous use. Before issuing its own previous stage, g - PRODUCERS, it waited for the
-    // release of g - PRODUCERS - stages, and consumers release in order. So with at least
-    // PRODUCERS slots everything up to g - 2 · stages is released: the slot's empty barrier is
-    // at most one phase behind, never two (whose parity would look the same).
-    const { assert!(WGMMA_TILES[TILE].stages >= <Op::Stream as StageStream>::PRODUCERS) };
+    // previous use. Before issuing its own previous stage, g - P (P producers), it waited for
+    // the release of g - P - stages, and consumers release in order. So with at least P slots
+    // (`StageStream::producers` clamps P to the stages) everything up to g - 2 · stages is
+    // released: the slot's empty barrier is at most one phase behind, never two (whose parity
+    // would look the same).
+    let producers = <Op::Stream as StageStream>::producers(t);
     let tid = thread_idx();
     let warpgroup = tid / 128;
     let base = (smem_base() + 1023) & !1023;
@@ -257,10 +268,10 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
 
     if warpgroup == 0 {
         set_max_nreg_producer();
-        // One thread in each of the first PRODUCERS warps.
+        // One thread in each of the first `producers` warps.
         let warp = tid / 32;
-        if tid.is_multiple_of(32) && warp < <Op::Stream as StageStream>::PRODUCERS {
-            unsafe { produce::<Op>(p, sm, maps, warp) };
+        if tid.is_multiple_of(32) && warp < producers {
+            unsafe { produce::<Op>(p, sm, maps, warp, producers) };
         }
     } else {
         set_max_nreg_consumer();
@@ -269,10 +280,9 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
 }
 
 /// Load role: producer thread `producer` streams its share of the op's stages into the ring
-/// (every `PRODUCERS`-th stage from stage `producer`; slot `g % stages` holds stage `g`).
+/// (every `producers`-th stage from stage `producer`; slot `g % stages` holds stage `g`).
 #[inline(always)]
-unsafe fn produce<Op: HopperOp>(p: &Op::Params, sm: Smem, maps: Maps, producer: u32) {
-    let producers = <Op::Stream as StageStream>::PRODUCERS;
+unsafe fn produce<Op: HopperOp>(p: &Op::Params, sm: Smem, maps: Maps, producer: u32, producers: u32) {
     let mut st = PipelineState::starting_at(sm.t.stages, producer);
     let mut stream = unsafe { Op::Stream::new(p, ItemCursor::mine(Op::work(p)), sm.t, producer) };
     while let Some(stage) = unsafe { stream.next(p) } {

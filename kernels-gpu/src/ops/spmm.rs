@@ -210,11 +210,14 @@ mod hopper {
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
     use crate::ptx_sm90::tma_load_3d;
-    use blocksparse_abi::{BLOCK_SIZES, BOX, WG_K, WG_M, WGMMA_K32_TILE, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams};
+    use blocksparse_abi::{BLOCK_SIZES, BOX, WG_K, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams};
 
     /// Stream rows of a merged Hopper tile at most: the planner merges rows of at least `ks`
-    /// rows (a 64-row box on the 64-deep tiles, 32 rows on the 32-deep one), `tm / ks` per tile.
-    const MAX_MERGED: usize = (WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] / WGMMA_TILES[WGMMA_K32_TILE].ks) as usize;
+    /// rows (a 64-row box on the 64-deep tiles, `ks` rows on the shallow ones), `tm / ks` per
+    /// tile: 8 on the 16-deep tile. (A tile with fewer uses the first `tm / ks` words of a
+    /// stage's `blk`; the others stay constant and cost no registers.)
+    const MAX_MERGED: usize =
+        (WGMMA_TILE_ROWS[WGMMA_TILE_ROWS.len() - 1] / WGMMA_TILES[WGMMA_SHALLOW_TILES[WGMMA_SHALLOW_TILES.len() - 1]].ks) as usize;
 
     /// Stages whose block indices are in flight ahead of the one being issued. A stage's
     /// indices are independent global loads (L2 latency when they miss L1); a 32-deep stage of
@@ -223,6 +226,23 @@ mod hopper {
     /// stages of the 32-deep tile's four merged rows no longer fit the producer's 56
     /// registers (`PRODUCER_REGS`; build-ptx reports the spill).
     const AHEAD: usize = 2;
+
+    /// Whether tile `t` merges more than four rows (the 16-deep tile: eight block indices per
+    /// stage).
+    #[inline(always)]
+    const fn many_rows(t: WgmmaTile) -> bool {
+        t.tm / t.ks > 4
+    }
+
+    /// Stages fetched ahead on tile `t`: [`AHEAD`], but none on a tile that merges more than
+    /// four rows: a second stage of eight block indices does not fit the producer's registers
+    /// (build-ptx reports the spill). Its stage's indices are then loaded just before the
+    /// producer waits for the stage's slot, and that tile runs four producers, so each one
+    /// has four stages of tensor work to cover the loads' latency.
+    #[inline(always)]
+    const fn ahead(t: WgmmaTile) -> usize {
+        if many_rows(t) { 0 } else { AHEAD }
+    }
 
     // `Stage::n_kin` holds a K offset inside a block in 8 bits, and the tile index in the rest.
     const _: () = {
@@ -286,7 +306,7 @@ mod hopper {
                 self.kt += step;
                 self.skip -= step;
             }
-            self.skip = <Self as StageStream>::PRODUCERS - 1;
+            self.skip = <Self as StageStream>::producers(self.t) - 1;
             let kb_log2 = kb_log2(p);
             let k = self.kt * self.t.ks;
             self.kt += 1;
@@ -315,13 +335,18 @@ mod hopper {
         type Stage = Stage;
         /// Two: a 32-deep stage of four merged rows takes eight boxes, whose issue from one
         /// thread took longer than the tensor cores take to multiply the stage (perf notes v16).
-        const PRODUCERS: u32 = 2;
+        /// Four on the 16-deep tile: twelve boxes per stage of half the work, and no indices
+        /// fetched ahead ([`ahead`]).
+        #[inline(always)]
+        fn wanted_producers(t: WgmmaTile) -> u32 {
+            if many_rows(t) { 4 } else { 2 }
+        }
 
         #[inline(always)]
         unsafe fn new(p: &SpmmParams, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self {
             let mut s = SpmmStages { items, t, item: WorkItem::default(), n_k: 0, kt: 0, skip: producer, ahead: [None; AHEAD] };
             let mut i = 0;
-            while i < AHEAD {
+            while i < ahead(t) {
                 s.ahead[i] = unsafe { s.fetch(p) };
                 i += 1;
             }
@@ -330,14 +355,18 @@ mod hopper {
 
         #[inline(always)]
         unsafe fn next(&mut self, p: &SpmmParams) -> Option<Stage> {
+            if ahead(self.t) == 0 {
+                return unsafe { self.fetch(p) };
+            }
             let current = self.ahead[0]?;
             // A shift by constant indices (unrolled), so the stages stay in registers.
+            let n = ahead(self.t);
             let mut i = 0;
-            while i + 1 < AHEAD {
+            while i + 1 < n {
                 self.ahead[i] = self.ahead[i + 1];
                 i += 1;
             }
-            self.ahead[AHEAD - 1] = unsafe { self.fetch(p) };
+            self.ahead[n - 1] = unsafe { self.fetch(p) };
             Some(current)
         }
 
@@ -345,8 +374,8 @@ mod hopper {
         unsafe fn issue(&self, p: &SpmmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
             let a_mn = p.flags & flags::A_MN_MAJOR != 0;
             let b_k = p.flags & flags::B_K_MAJOR != 0;
-            // The 32-deep tile streams K-major A only (the planner never gives it Aᵀ): its A
-            // boxes would not deliver the stage's bytes.
+            // The shallow tiles stream K-major A only (the planner never gives them Aᵀ): their
+            // A boxes would not deliver the stage's bytes.
             if a_mn && t.ks != WG_K {
                 crate::ptx::trap();
             }
