@@ -41,6 +41,41 @@ fn main() {
             writeln!(out, "            in(reg64) desc_a,\n            in(reg64) desc_b,\n            in(reg32) scale_d,\n            options(nostack),\n        );\n    }}\n}}\n").unwrap();
         }
     }
+    // A from registers (m64n256 only): the warp's `(16, 16)` A fragment in the mma.m16n8k16
+    // layout (four b32 registers), B from a descriptor.
+    for (suffix, ty) in INPUTS {
+        let regs = NS[0] / 2;
+        for tb in [0, 1] {
+            let list: Vec<String> = (0..regs).map(|i| format!("{{{i}}}")).collect();
+            let a: Vec<String> = (regs..regs + 4).map(|i| format!("{{{i}}}")).collect();
+            let template = format!(
+                "{{{{ .reg .pred p; setp.ne.b32 p, {{{sd}}}, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty} {{{{{acc}}}}}, {{{{{a}}}}}, {{{db}}}, p, 1, 1, {tb}; }}}}",
+                sd = regs + 5,
+                acc = list.join(", "),
+                a = a.join(", "),
+                db = regs + 4,
+            );
+            writeln!(
+                out,
+                "/// `D += A·B` for one m64n256k16 step: A from registers (this warp's 16 rows of the\n\
+                 /// warpgroup's 64, in the mma.m16n8k16 A fragment layout), B {} from a shared-memory\n\
+                 /// descriptor, f32 accumulators `(128 threads, {regs})` in the m64nN fragment layout.\n\
+                 /// `scale_d == 0` ignores the old D.\n\
+                 #[inline(always)]\n\
+                 pub unsafe fn wgmma_m64n256k16_{suffix}_r{tb}(d: &mut [f32; {regs}], a: [u32; 4], desc_b: u64, scale_d: u32) {{\n    unsafe {{\n        core::arch::asm!(\n            \"{template}\",",
+                if tb == 0 { "K-major" } else { "MN-major" }
+            )
+            .unwrap();
+            for i in 0..regs {
+                writeln!(out, "            inout(reg32) d[{i}],").unwrap();
+            }
+            writeln!(
+                out,
+                "            in(reg32) a[0],\n            in(reg32) a[1],\n            in(reg32) a[2],\n            in(reg32) a[3],\n            in(reg64) desc_b,\n            in(reg32) scale_d,\n            options(nostack),\n        );\n    }}\n}}\n"
+            )
+            .unwrap();
+        }
+    }
     let regs = NS[0] / 2;
     // wait_group with every accumulator as an in/out operand: the compiler then cannot move an
     // accumulator read above the wait, nor a write below it.

@@ -244,6 +244,13 @@ pub struct WgmmaTile {
     /// `(rb, ks)` A boxes; K-major operands then lie in rows of 64 / 32 bytes, swizzled over
     /// the row).
     pub ks: u32,
+    /// A reaches the tensor cores through registers: each consumer warp loads its 16 rows of
+    /// the stage's A with `ldmatrix` from a row-major, unswizzled `(tm, ks)` slice (rows of 32
+    /// bytes) and runs `wgmma` with A in registers. For the 16-deep tile, whose K-major A rows
+    /// are 32 bytes: TMA fetches a 32-byte-swizzled box 16 bytes at a time (twice the L2
+    /// sector reads, four times the requests: perf notes v18), while a 16-wide block's values
+    /// are one contiguous run that unswizzled boxes read in whole 128-byte lines.
+    pub a_regs: bool,
 }
 
 impl WgmmaTile {
@@ -310,6 +317,7 @@ impl WgmmaTile {
             && (self.skew == 0 || (self.consumers() == 2 && self.skew < self.stages))
             && (self.a_groups == 1 || self.a_groups == self.tn() / 128)
             && (self.ks == WG_K || ((self.ks == 32 || self.ks == 16) && self.a_groups == 1))
+            && (!self.a_regs || (self.ks == 16 && self.a_groups == 1))
             && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
@@ -332,13 +340,18 @@ pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 /// room for fewer ring stages.
 /// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
 pub const WGMMA_TILES: [WgmmaTile; 6] = [
-    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64 },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64 },
-    WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4, ks: 64 },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 3, c_buffers: 2, skew: 1, a_groups: 2, ks: 64 },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32 },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 16, c_buffers: 2, skew: 1, a_groups: 1, ks: 16 },
+    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64, a_regs: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false },
+    WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4, ks: 64, a_regs: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 3, c_buffers: 2, skew: 1, a_groups: 2, ks: 64, a_regs: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32, a_regs: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 16, c_buffers: 2, skew: 1, a_groups: 1, ks: 16, a_regs: true },
 ];
+
+/// Elements of one row of the block values as a tile with [`WgmmaTile::a_regs`] maps them when
+/// its blocks are exactly `ks` wide: 128 bytes, so that a block's box is `bm · ks / 64` whole
+/// rows, read in full lines.
+pub const PACKED_ROW: u32 = 64;
 
 /// Indices into [`WGMMA_TILES`] of SpMM's shallow tiles, deepest first: 128 rows, stages of
 /// one 32-deep (16-deep) block column, A in `(ks, rb)` K-major boxes, one per merged block row

@@ -146,15 +146,17 @@ impl<T> DeviceBsr<T> {
         self.values
     }
     /// The TMA map of the values at device address `ptr` (this matrix's, guarded by the caller)
-    /// as one `(nnzb · bm, bk)` row-major matrix per matrix of the batch, boxes `boxdim`.
-    pub(crate) fn values_map(&self, ptr: u64, boxdim: [u32; 2]) -> Result<[u64; 16]>
+    /// as one row-major matrix of rows of `row` elements per matrix of the batch: `(nnzb · bm,
+    /// bk)` with `row` = bk, or the same elements in rows of another length that divides a
+    /// block (`nnzb · bm · bk / row` rows); boxes `boxdim`, swizzled or not.
+    pub(crate) fn values_map(&self, ptr: u64, row: usize, boxdim: [u32; 2], swizzle: bool) -> Result<[u64; 16]>
     where
         T: Element,
     {
         let (block, e) = (self.pattern.block, core::mem::size_of::<T>() as u64);
-        let rows = (self.pattern.nnzb() * block.bm) as u64;
-        let dims = [block.bk as u64, rows, self.batch as u64];
-        crate::launch::tensor_map::<T>(ptr, dims, [block.bk as u64 * e, self.values_per_matrix() as u64 * e], boxdim)
+        let rows = (self.pattern.nnzb() * block.bm * block.bk / row.max(1)) as u64;
+        let dims = [row as u64, rows, self.batch as u64];
+        crate::launch::tensor_map::<T>(ptr, dims, [row as u64 * e, self.values_per_matrix() as u64 * e], boxdim, swizzle)
     }
     pub(crate) fn values_ptr<'a>(&'a self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
         self.values.device_ptr(stream)

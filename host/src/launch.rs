@@ -62,9 +62,10 @@ pub(crate) unsafe fn launch_func<P: Params>(
 
 /// A 3D tiled TMA descriptor over a batch of matrices at device address `ptr`: `dims` =
 /// (contiguous extent, rows, batch), `pitches` = (bytes between rows, bytes between matrices),
-/// `boxdim` = (contiguous, rows) of one box (the batch extent of a box is 1), swizzled over its
-/// contiguous extent (128 or 64 bytes), zero fill out of range.
-pub(crate) fn tensor_map<T: Element>(ptr: u64, dims: [u64; 3], pitches: [u64; 2], boxdim: [u32; 2]) -> Result<[u64; 16]> {
+/// `boxdim` = (contiguous, rows) of one box (the batch extent of a box is 1), with `swizzle`
+/// swizzled over its contiguous extent (128, 64 or 32 bytes), else laid out row-major in
+/// shared memory; zero fill out of range.
+pub(crate) fn tensor_map<T: Element>(ptr: u64, dims: [u64; 3], pitches: [u64; 2], boxdim: [u32; 2], swizzle: bool) -> Result<[u64; 16]> {
     let dtype = match T::DTYPE {
         DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
@@ -79,6 +80,7 @@ pub(crate) fn tensor_map<T: Element>(ptr: u64, dims: [u64; 3], pitches: [u64; 2]
     // Swizzled over the box's contiguous extent: 128 bytes (64 f16/bf16, 32 f32), or 64 / 32
     // for the 32- / 16-deep K-major boxes of the Hopper tiles for shallow blocks.
     let swizzle = match boxdim[0] as usize * core::mem::size_of::<T>() {
+        _ if !swizzle => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
         128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
         64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
         32 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,

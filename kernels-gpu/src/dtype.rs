@@ -120,6 +120,9 @@ pub trait WgInput {
     /// As [`WgInput::wgmma`] for m64n128k16: one 128-column group of a consumer's tile, whose
     /// 64 accumulators are the first or second half of the m64n256 fragment.
     unsafe fn wgmma_n128<const A_MN: bool, const B_K: bool>(d: &mut [f32; 64], desc_a: u64, desc_b: u64);
+    /// As [`WgInput::wgmma`] with A from registers: this warp's `(16, 16)` fragment of the
+    /// warpgroup's 64 rows (the mma.m16n8k16 A layout, as `ldmatrix.x4` loads it).
+    unsafe fn wgmma_rs<const B_K: bool>(d: &mut [f32; 128], a: [u32; 4], desc_b: u64);
 }
 
 /// The wgmma wrapper of one input type for the operand layouts (`A_MN`, `B_K`); the
@@ -142,10 +145,15 @@ macro_rules! wg_input {
             }
         }
     };
-    ($ty:ident, $n256:tt, $n128:tt) => {
+    ($ty:ident, $n256:tt, $n128:tt, [$rk:ident, $rm:ident]) => {
         impl WgInput for $ty {
             wg_input!(@method wgmma, 128, $n256);
             wg_input!(@method wgmma_n128, 64, $n128);
+            #[inline(always)]
+            unsafe fn wgmma_rs<const B_K: bool>(d: &mut [f32; 128], a: [u32; 4], desc_b: u64) {
+                use crate::ptx_sm90::*;
+                unsafe { if B_K { $rk(d, a, desc_b, 1) } else { $rm(d, a, desc_b, 1) } }
+            }
         }
     };
 }
@@ -153,11 +161,13 @@ macro_rules! wg_input {
 wg_input!(
     F16,
     [wgmma_m64n256k16_f16_00, wgmma_m64n256k16_f16_01, wgmma_m64n256k16_f16_10, wgmma_m64n256k16_f16_11],
-    [wgmma_m64n128k16_f16_00, wgmma_m64n128k16_f16_01, wgmma_m64n128k16_f16_10, wgmma_m64n128k16_f16_11]
+    [wgmma_m64n128k16_f16_00, wgmma_m64n128k16_f16_01, wgmma_m64n128k16_f16_10, wgmma_m64n128k16_f16_11],
+    [wgmma_m64n256k16_f16_r0, wgmma_m64n256k16_f16_r1]
 );
 #[cfg(target_feature = "sm_90a")]
 wg_input!(
     Bf16,
     [wgmma_m64n256k16_bf16_00, wgmma_m64n256k16_bf16_01, wgmma_m64n256k16_bf16_10, wgmma_m64n256k16_bf16_11],
-    [wgmma_m64n128k16_bf16_00, wgmma_m64n128k16_bf16_01, wgmma_m64n128k16_bf16_10, wgmma_m64n128k16_bf16_11]
+    [wgmma_m64n128k16_bf16_00, wgmma_m64n128k16_bf16_01, wgmma_m64n128k16_bf16_10, wgmma_m64n128k16_bf16_11],
+    [wgmma_m64n256k16_bf16_r0, wgmma_m64n256k16_bf16_r1]
 );

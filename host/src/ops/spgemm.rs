@@ -652,8 +652,8 @@ impl Context {
                 let t = WGMMA_TILES[choice.tile];
                 // A: the values as an (nnzA · bm, bk) matrix per batch entry, K-major boxes
                 // (64 K, tm); B: the values as an (nnzB · bk, bn) matrix, MN-major boxes (64, 64).
-                let tmap_a = a.values_map(a_values, [WG_K, t.tm])?;
-                let tmap_b = b.values_map(b_values, [WG_K, WG_K])?;
+                let tmap_a = a.values_map(a_values, a.pattern.block.bk, [WG_K, t.tm], true)?;
+                let tmap_b = b.values_map(b_values, b.pattern.block.bk, [WG_K, WG_K], true)?;
                 let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
                 // SAFETY: as above; the tensor maps describe exactly A's and B's values and C;
                 // every box the kernel loads either starts inside them or lies wholly past the

@@ -21,8 +21,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BOX, BlockOut, CHUNK_ELEMS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, SpmmParams, WG_K, WG_M,
-    WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    BOX, BlockOut, CHUNK_ELEMS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, PACKED_ROW, SpmmParams,
+    WG_K, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -536,13 +536,19 @@ impl Context {
                 let t = WGMMA_TILES[choice.tile];
                 // A: the values as a (nnzb · bm, bk) matrix per batch entry, in boxes of 64 × 64
                 // (Aᵀ), of the whole tile height (K-major, unmerged, 64-deep stages) or of one
-                // block row (K-major, one box per merged row or 32-deep stages).
-                let a_box = match plan.kernel_op {
-                    Transpose::Yes => [WG_K, WG_K],
-                    Transpose::No if plan.merge_log2 == 0 && t.ks == WG_K => [WG_K, t.tm],
-                    Transpose::No => [t.ks, block.bm as u32],
+                // block row (K-major, one box per merged row or shallow stages). A tile that
+                // takes A through registers gets it unswizzled; blocks exactly `ks` wide then
+                // as the values in rows of PACKED_ROW (a block's box: its whole rows).
+                let tmap_a = if t.a_regs && block.bk == t.ks as usize {
+                    a.values_map(a_values, PACKED_ROW as usize, [PACKED_ROW, (block.bm * block.bk / PACKED_ROW as usize) as u32], false)?
+                } else {
+                    let a_box = match plan.kernel_op {
+                        Transpose::Yes => [WG_K, WG_K],
+                        Transpose::No if plan.merge_log2 == 0 && t.ks == WG_K => [WG_K, t.tm],
+                        Transpose::No => [t.ks, block.bm as u32],
+                    };
+                    a.values_map(a_values, block.bk, a_box, !t.a_regs)?
                 };
-                let tmap_a = a.values_map(a_values, a_box)?;
                 // B: (ks, 64) boxes, rows along N (row-major) or along K (column-major).
                 let b_box = if bs.layout == Layout::RowMajor { [BOX, t.ks] } else { [t.ks, BOX] };
                 let tmap_b = dense_map::<T>(b_ptr, &bs, b_box)?;
@@ -562,5 +568,5 @@ impl Context {
 pub(crate) fn dense_map<T: Element>(ptr: u64, s: &MatShape, boxdim: [u32; 2]) -> Result<[u64; 16]> {
     let (inner, outer) = s.inner_outer();
     let e = core::mem::size_of::<T>() as u64;
-    tensor_map::<T>(ptr, [inner as u64, outer as u64, s.batch as u64], [s.ld as u64 * e, s.batch_stride as u64 * e], boxdim)
+    tensor_map::<T>(ptr, [inner as u64, outer as u64, s.batch as u64], [s.ld as u64 * e, s.batch_stride as u64 * e], boxdim, true)
 }

@@ -30,7 +30,7 @@ use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_pa
 use crate::core::ring::{MbarRing, PipelineState};
 use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
-use crate::ptx::{smem_base, sync_threads, thread_idx};
+use crate::ptx::{ldmatrix_x4, smem_base, sync_threads, thread_idx};
 use crate::ptx_sm90::{
     named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, swizzled_desc, tma_load_3d, wgmma_commit,
     wgmma_fence, wgmma_wait0, wgmma_wait1,
@@ -368,13 +368,26 @@ impl Mainloop {
         let ring = self.sm.ring;
         let mut prev: Option<u32> = None;
         let mut kt = 0;
+        let t = self.sm.t;
+        // A through registers: this thread's `ldmatrix.x4` row in the consumer's `(64, 16)`
+        // slice of row-major 32-byte rows: warp w's rows 16 w .. 16 w + 16, lanes 0-15 at K 0,
+        // lanes 16-31 at K 8 (the mma.m16n8k16 A fragment).
+        let (warp, lane) = (self.lt / 32, self.lt % 32);
+        let a_row = (16 * warp + lane % 16) * t.k_row_bytes() + (lane / 16) * 16;
         while kt < self.n_k {
             unsafe { ring.consumer_wait(*st) };
-            wgmma_fence();
             let slot = self.sm.slot(st.slot);
             let (a, b) = (slot.a + self.a_off, slot.b + self.b_off);
-            let t = self.sm.t;
-            if t.a_groups == 1 {
+            if t.a_regs {
+                // Loaded before the fence, which orders the registers' writes before the
+                // wgmma that reads them.
+                // SAFETY: inside this stage's A slice, which the full barrier made visible.
+                let af = unsafe { ldmatrix_x4(a + a_row) };
+                wgmma_fence();
+                let db = if B_K { k_major_desc(t, b, 0) } else { mn_major_desc(t, b, 0) };
+                unsafe { I::wgmma_rs::<B_K>(acc, af, db) };
+            } else if t.a_groups == 1 {
+                wgmma_fence();
                 let mut kk = 0;
                 while kk < t.ks / 16 {
                     // K-major: rows of ks elements along K, next k16 slice 32 bytes on.
@@ -386,6 +399,7 @@ impl Mainloop {
                     kk += 1;
                 }
             } else {
+                wgmma_fence();
                 // Grouped A (K-major, B MN-major): the consumer's two 128-column groups, each
                 // with its own A slice (`a_group_bytes` apart) and two B boxes, as two m64n128
                 // steps per k16 on the halves of the accumulator fragment. No branch between
@@ -411,7 +425,14 @@ impl Mainloop {
                 }
             }
             wgmma_commit();
-            wgmma_wait1(acc);
+            if t.a_regs {
+                // The next stage rewrites the A fragment, which this stage's wgmma reads until
+                // it is done (the other consumer warpgroup keeps the tensor cores busy
+                // meanwhile).
+                wgmma_wait0(acc);
+            } else {
+                wgmma_wait1(acc);
+            }
             if let Some(s) = prev
                 && self.lt == 0
             {

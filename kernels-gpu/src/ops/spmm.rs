@@ -210,7 +210,7 @@ mod hopper {
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
     use crate::ptx_sm90::tma_load_3d;
-    use blocksparse_abi::{BLOCK_SIZES, BOX, WG_K, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams};
+    use blocksparse_abi::{BLOCK_SIZES, BOX, PACKED_ROW, WG_K, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams};
 
     /// Stream rows of a merged Hopper tile at most: the planner merges rows of at least `ks`
     /// rows (a 64-row box on the 64-deep tiles, `ks` rows on the shallow ones), `tm / ks` per
@@ -395,13 +395,24 @@ mod hopper {
                     // MN-major one (rb = 64, as many bytes); a row without a block there loads
                     // from row `a_rows`, past the end of the values: TMA fills the box with
                     // zeros without reading memory.
+                    // A tile that takes A through registers, with blocks exactly ks wide, maps
+                    // the values as rows of PACKED_ROW elements (the host's choice for that
+                    // case too): block row r lies in map row r · ks / PACKED_ROW, and a block's
+                    // box is its bm · ks / PACKED_ROW whole rows.
+                    let packed = t.a_regs && kb_log2(p) == t.ks.trailing_zeros();
                     let rb_log2 = rb_log2(p);
                     let mut h = 0;
                     while h < t.tm / t.ks {
                         if h < t.tm >> rb_log2 {
                             let blk = s.blk[h as usize];
                             let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
-                            let (x, y) = if a_mn { (0, row + kin) } else { (kin, row) };
+                            let (x, y) = if packed {
+                                (0, row >> (PACKED_ROW / t.ks).trailing_zeros())
+                            } else if a_mn {
+                                (0, row + kin)
+                            } else {
+                                (kin, row)
+                            };
                             tma_load_3d(slot.a + (h << rb_log2) * t.k_row_bytes(), maps.a, x, y, s.batch, full);
                         }
                         h += 1;
