@@ -22,9 +22,7 @@
 //!
 //! [`schedule_persistent`] deals the items of either kind to a persistent grid.
 
-use blocksparse_abi::{
-    BlockOut, DenseOut, FixupParams, MAX_ITEM_BLOCKS, NO_SLOT, SplitGroup, WORK_ITEM_WORDS, WorkItem, WorkParams, fixup_parts,
-};
+use blocksparse_abi::{BlockOut, DenseOut, FixupParams, NO_SLOT, SplitGroup, WORK_ITEM_WORDS, WorkItem, WorkParams, fixup_parts};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, SyncOnDrop};
@@ -70,8 +68,8 @@ pub struct RowsSpec<'a> {
     pub resident: u32,
     /// N tiles walked together (1: N-tile-major).
     pub tile_group: u32,
-    /// Stream positions one item may hold at most (the kernel's block cache; at most
-    /// [`MAX_ITEM_BLOCKS`]): longer rows are split.
+    /// Stream positions one item may hold at most (the portable kernel's block cache of
+    /// [`MAX_ITEM_BLOCKS`](blocksparse_abi::MAX_ITEM_BLOCKS) words; `u32::MAX` for a kernel without one): longer rows are split.
     pub max_item_blocks: u32,
 }
 
@@ -113,7 +111,7 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
     let fair = total.div_ceil(resident.max(1) as u64);
     // Never split below a few pipeline stages' worth of K: the fix-up would cost more.
     let min_chunk = (4 * ks).div_ceil(kb.max(1)).max(1) as u64;
-    let split_limit = (2 * fair).max(min_chunk).min(max_item_blocks.clamp(1, MAX_ITEM_BLOCKS) as u64) as u32;
+    let split_limit = (2 * fair).max(min_chunk).min(max_item_blocks.max(1) as u64) as u32;
     let n_items: u64 = (0..rows).map(|r| row_len(r).div_ceil(split_limit).max(1) as u64).sum::<u64>() * n_tiles as u64 * batch as u64;
     if n_items > MAX_ITEMS {
         return Err(Error::TooLarge { what: "work items", value: n_items as usize });
@@ -544,6 +542,7 @@ impl DeviceWork {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blocksparse_abi::MAX_ITEM_BLOCKS;
 
     fn row_ptr_from_lens(lens: &[u32]) -> Vec<u32> {
         let mut rp = vec![0];

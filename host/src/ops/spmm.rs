@@ -272,7 +272,9 @@ impl Context {
             ks: choice.ks(),
             resident,
             tile_group,
-            max_item_blocks: MAX_ITEM_BLOCKS >> merge_log2,
+            // The portable kernel caches an item's blocks in shared memory (`m` words per
+            // position of a merged plan); the Hopper kernel reads them as it streams.
+            max_item_blocks: if choice.family == KernelFamily::Hopper { u32::MAX } else { MAX_ITEM_BLOCKS >> merge_log2 },
         };
         let mut work = plan_rows(spec)?;
         if choice.family == KernelFamily::Hopper {
