@@ -449,7 +449,9 @@ fn merged_cases(v: &mut Cases) {
     // A; a block-row count that fills whole warpgroups): every family, both layouts of B and C,
     // one, two and four stages per block, unmerged 128-row blocks, dense × sparse, split-K,
     // batches. (`--path portable` runs them on the portable tiles, 16-row blocks unmerged.)
-    let shallow: [(usize, &[((usize, usize), u32)]); 2] = [
+    // (block side, [((bm, bk), rows merged)])
+    type Shapes = &'static [((usize, usize), u32)];
+    let shallow: [(usize, Shapes); 2] = [
         (32, &[((32, 32), 4), ((64, 32), 2), ((32, 64), 4), ((128, 32), 1)]),
         (16, &[((16, 16), 8), ((32, 16), 4), ((16, 32), 8), ((64, 16), 2), ((128, 16), 1), ((16, 64), 8)]),
     ];
