@@ -225,6 +225,17 @@ pub fn shfl_xor<const MASK: u32>(v: u32) -> u32 {
     r
 }
 
+/// Indexed shuffle: the value of lane `src` (all 32 lanes must take part). Used by the Hopper
+/// producers' warp-wide index fetch.
+#[cfg(target_feature = "sm_90a")]
+#[inline(always)]
+pub fn shfl_idx(v: u32, src: u32) -> u32 {
+    let r: u32;
+    // SAFETY: register-only warp exchange; callers run it warp-uniformly.
+    unsafe { asm!("shfl.sync.idx.b32 {0}, {1}, {2}, 31, -1;", out(reg32) r, in(reg32) v, in(reg32) src, options(nomem, nostack)) };
+    r
+}
+
 /// Packs two f32 into f16x2 (round to nearest): `lo` in the low half.
 #[inline(always)]
 pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {

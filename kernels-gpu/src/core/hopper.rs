@@ -107,6 +107,13 @@ pub trait StageStream: Sized {
     fn producers(t: WgmmaTile) -> u32 {
         Self::wanted_producers(t).clamp(1, 4).min(t.stages)
     }
+    /// Whether every lane of a producer's warp runs its stream on tile `t`: `new` and `next`
+    /// on all 32 lanes (each lane may load its own word of a stage), `issue` too, where lane 0
+    /// alone issues the copies; lane 0 alone acquires the slot.
+    #[inline(always)]
+    fn warp_wide(_t: WgmmaTile) -> bool {
+        false
+    }
     /// Producer `producer`'s stream over this block's items, in stages of `t.ks`: every
     /// `producers(t)`-th stage from stage `producer` on.
     unsafe fn new(p: &Self::Params, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self;
@@ -268,9 +275,9 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
 
     if warpgroup == 0 {
         set_max_nreg_producer();
-        // One thread in each of the first `producers` warps.
+        // One thread (or the whole warp) in each of the first `producers` warps.
         let warp = tid / 32;
-        if tid.is_multiple_of(32) && warp < producers {
+        if (tid.is_multiple_of(32) || <Op::Stream as StageStream>::warp_wide(t)) && warp < producers {
             unsafe { produce::<Op>(p, sm, maps, warp, producers) };
         }
     } else {
@@ -285,9 +292,10 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
 unsafe fn produce<Op: HopperOp>(p: &Op::Params, sm: Smem, maps: Maps, producer: u32, producers: u32) {
     let mut st = PipelineState::starting_at(sm.t.stages, producer);
     let mut stream = unsafe { Op::Stream::new(p, ItemCursor::mine(Op::work(p)), sm.t, producer) };
+    let lane0 = thread_idx().is_multiple_of(32);
     while let Some(stage) = unsafe { stream.next(p) } {
         unsafe {
-            let full = sm.ring.producer_acquire(st, sm.t.stage_bytes());
+            let full = if lane0 { sm.ring.producer_acquire(st, sm.t.stage_bytes()) } else { sm.ring.full(st.slot) };
             stream.issue(p, &stage, &maps, sm.t, sm.slot(st.slot), full);
         }
         let mut i = 0;

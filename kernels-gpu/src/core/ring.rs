@@ -52,8 +52,9 @@ pub struct MbarRing {
 
 #[cfg(target_feature = "sm_90a")]
 impl MbarRing {
+    /// Shared address of `full[slot]`.
     #[inline(always)]
-    fn full(&self, slot: u32) -> u32 {
+    pub fn full(&self, slot: u32) -> u32 {
         self.bars + 8 * slot
     }
     #[inline(always)]

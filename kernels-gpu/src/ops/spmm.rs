@@ -209,8 +209,11 @@ mod hopper {
     use super::*;
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
+    use crate::ptx::{shfl_idx, thread_idx};
     use crate::ptx_sm90::tma_load_3d;
-    use blocksparse_abi::{BLOCK_SIZES, BOX, PACKED_ROW, WG_K, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams};
+    use blocksparse_abi::{
+        BLOCK_SIZES, BOX, PACKED_ROW, WG_K, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams,
+    };
 
     /// Stream rows of a merged Hopper tile at most: the planner merges rows of at least `ks`
     /// rows (a 64-row box on the 64-deep tiles, `ks` rows on the shallow ones), `tm / ks` per
@@ -228,20 +231,13 @@ mod hopper {
     const AHEAD: usize = 2;
 
     /// Whether tile `t` merges more than four rows (the 16-deep tile: eight block indices per
-    /// stage).
+    /// stage). Its producers are whole warps ([`StageStream::warp_wide`]): lane h loads row
+    /// h's index and the issuing lane gathers them, since [`AHEAD`] stages of eight indices in
+    /// one thread do not fit the producer's registers (the first build spilled 264 bytes; with
+    /// no look-ahead the tile ran 14-17 % slower, perf notes v18).
     #[inline(always)]
     const fn many_rows(t: WgmmaTile) -> bool {
         t.tm / t.ks > 4
-    }
-
-    /// Stages fetched ahead on tile `t`: [`AHEAD`], but none on a tile that merges more than
-    /// four rows: a second stage of eight block indices does not fit the producer's registers
-    /// (build-ptx reports the spill). Its stage's indices are then loaded just before the
-    /// producer waits for the stage's slot, and that tile runs four producers, so each one
-    /// has four stages of tensor work to cover the loads' latency.
-    #[inline(always)]
-    const fn ahead(t: WgmmaTile) -> usize {
-        if many_rows(t) { 0 } else { AHEAD }
     }
 
     // `Stage::n_kin` holds a K offset inside a block in 8 bits, and the tile index in the rest.
@@ -276,11 +272,11 @@ mod hopper {
     }
 
     /// One stage: the item's output tile and batch, the K offset inside the current block, the
-    /// block of each merged row (`blk[0]` alone when the plan is not merged; `NO_BLOCK`: zeros)
-    /// and their K-block index. (The tile and the offset share a word, `n_tile << 8 | kin`:
-    /// `kin` < the largest block size, 128, and `n_tile < 2^23` as the host limits N to
-    /// `i32::MAX` and tiles are at least 256 wide; [`AHEAD`] stages must fit the producer's
-    /// registers.)
+    /// block of each merged row (`blk[0]` alone when the plan is not merged; on a warp-wide
+    /// tile, lane h's `blk[0]` is row h's block; `NO_BLOCK`: zeros) and their K-block index.
+    /// (The tile and the offset share a word, `n_tile << 8 | kin`: `kin` < the largest block
+    /// size, 128, and `n_tile < 2^23` as the host limits N to `i32::MAX` and tiles are at
+    /// least 256 wide; [`AHEAD`] stages must fit the producer's registers.)
     #[derive(Clone, Copy)]
     pub struct Stage {
         n_kin: u32,
@@ -316,12 +312,20 @@ mod hopper {
             if tabled(p) {
                 let ml = merge_log2(p);
                 let words = (p.perm as *const u32).wrapping_add((q << ml) as usize);
-                let mut h = 0;
-                while h < MAX_MERGED {
-                    if h < (self.t.tm / self.t.ks) as usize && h < 1 << ml {
-                        blk[h] = unsafe { ld_global_nc_u32(words.wrapping_add(h)) };
+                if many_rows(self.t) {
+                    // Warp-wide: lane h holds merged row h's block (`issue` gathers them).
+                    let h = thread_idx() % 32;
+                    if h < (self.t.tm / self.t.ks) && h < 1 << ml {
+                        blk[0] = unsafe { ld_global_nc_u32(words.wrapping_add(h as usize)) };
                     }
-                    h += 1;
+                } else {
+                    let mut h = 0;
+                    while h < MAX_MERGED {
+                        if h < (self.t.tm / self.t.ks) as usize && h < 1 << ml {
+                            blk[h] = unsafe { ld_global_nc_u32(words.wrapping_add(h)) };
+                        }
+                        h += 1;
+                    }
                 }
             } else {
                 blk[0] = q;
@@ -335,18 +339,24 @@ mod hopper {
         type Stage = Stage;
         /// Two: a 32-deep stage of four merged rows takes eight boxes, whose issue from one
         /// thread took longer than the tensor cores take to multiply the stage (perf notes v16).
-        /// Four on the 16-deep tile: twelve boxes per stage of half the work, and no indices
-        /// fetched ahead ([`ahead`]).
+        /// Four on the 16-deep tile: twelve boxes per stage of half the work.
         #[inline(always)]
         fn wanted_producers(t: WgmmaTile) -> u32 {
             if many_rows(t) { 4 } else { 2 }
+        }
+
+        /// The 16-deep tile's eight block indices per stage: one per lane, so that
+        /// [`AHEAD`] stages fit the producer's registers.
+        #[inline(always)]
+        fn warp_wide(t: WgmmaTile) -> bool {
+            many_rows(t)
         }
 
         #[inline(always)]
         unsafe fn new(p: &SpmmParams, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self {
             let mut s = SpmmStages { items, t, item: WorkItem::default(), n_k: 0, kt: 0, skip: producer, ahead: [None; AHEAD] };
             let mut i = 0;
-            while i < ahead(t) {
+            while i < AHEAD {
                 s.ahead[i] = unsafe { s.fetch(p) };
                 i += 1;
             }
@@ -355,18 +365,14 @@ mod hopper {
 
         #[inline(always)]
         unsafe fn next(&mut self, p: &SpmmParams) -> Option<Stage> {
-            if ahead(self.t) == 0 {
-                return unsafe { self.fetch(p) };
-            }
             let current = self.ahead[0]?;
             // A shift by constant indices (unrolled), so the stages stay in registers.
-            let n = ahead(self.t);
             let mut i = 0;
-            while i + 1 < n {
+            while i + 1 < AHEAD {
                 self.ahead[i] = self.ahead[i + 1];
                 i += 1;
             }
-            self.ahead[n - 1] = unsafe { self.fetch(p) };
+            self.ahead[AHEAD - 1] = unsafe { self.fetch(p) };
             Some(current)
         }
 
@@ -401,10 +407,23 @@ mod hopper {
                     // box is its bm · ks / PACKED_ROW whole rows.
                     let packed = t.a_regs && kb_log2(p) == t.ks.trailing_zeros();
                     let rb_log2 = rb_log2(p);
+                    // Warp-wide (many rows): gather the rows' blocks from their lanes; lane 0
+                    // issues.
+                    let mut blks = s.blk;
+                    if many_rows(t) {
+                        let mut h = 0;
+                        while h < MAX_MERGED {
+                            blks[h] = shfl_idx(s.blk[0], h as u32);
+                            h += 1;
+                        }
+                        if !thread_idx().is_multiple_of(32) {
+                            return;
+                        }
+                    }
                     let mut h = 0;
                     while h < t.tm / t.ks {
                         if h < t.tm >> rb_log2 {
-                            let blk = s.blk[h as usize];
+                            let blk = blks[h as usize];
                             let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
                             let (x, y) = if packed {
                                 (0, row >> (PACKED_ROW / t.ks).trailing_zeros())
