@@ -14,7 +14,7 @@
 //!   tiles walked row by row, every other group backwards: the thread blocks resident at one
 //!   time share the same columns of B in L2, each row of A is fetched from DRAM at most once per
 //!   group instead of once per N tile, and a group starts on the A rows its predecessor left in
-//!   L2.
+//!   L2. Behind long rows, [`light_items_in_k_order`] orders the rest by K instead.
 //!
 //! SDDMM ([`plan_blocks`]) runs one item per run of at most `per_item` blocks of a block row;
 //! every item costs the full K, so [`balance_full_k`] splits the K of the items that would run
@@ -176,12 +176,39 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
 /// front, longest first (a few long items start early instead of finishing last); the stable
 /// sort keeps the planned order among the rest.
 pub(crate) fn heavy_first(items: &mut [WorkItem], len: impl Fn(&WorkItem) -> u64) {
-    let nonempty = items.iter().filter(|i| len(i) > 0).count().max(1) as u64;
-    let mean = items.iter().map(&len).sum::<u64>() / nonempty;
-    let heavy = (2 * mean).max(1);
+    let heavy = heavy_len(items, &len);
     items.sort_by_key(|i| {
         let l = len(i);
         if l >= heavy { u64::MAX - l } else { u64::MAX }
+    });
+}
+
+/// The length from which [`heavy_first`] counts an item as heavy: twice the mean over the
+/// non-empty items (at least 1).
+fn heavy_len(items: &[WorkItem], len: impl Fn(&WorkItem) -> u64) -> u64 {
+    let nonempty = items.iter().filter(|&i| len(i) > 0).count().max(1) as u64;
+    let mean = items.iter().map(&len).sum::<u64>() / nonempty;
+    (2 * mean).max(1)
+}
+
+/// For a [`plan_rows`] plan with heavy items (a few long rows, moved to the front): orders the
+/// light items behind them by matrix, then by the K index of their first block (`kidx[p]`:
+/// the K-block index of stream position `p`), empty items last. The heavy items start
+/// together in the first wave and sweep B from K = 0 up; light items in ascending K run
+/// their loads behind that sweep instead of across all of B at every moment (the planned
+/// N-tile-group order). Measured (perf notes v18.3): heavy-tailed rows 2–7 % faster,
+/// BigBird-like unchanged; descending K was up to 1.5× slower. Plans without heavy items
+/// (uniform, banded, causal, block-diagonal masks) keep their order.
+pub fn light_items_in_k_order(work: &mut WorkList, kidx: &[u32]) {
+    let len = |i: &WorkItem| (i.blk_end - i.blk_begin) as u64;
+    let heavy = heavy_len(&work.items, len);
+    let first_light = work.items.iter().take_while(|&i| len(i) >= heavy).count();
+    if first_light == 0 {
+        return;
+    }
+    work.items[first_light..].sort_by_key(|i| {
+        let k = if i.blk_end > i.blk_begin { kidx.get(i.blk_begin as usize).copied().unwrap_or(u32::MAX) } else { u32::MAX };
+        (i.batch, k)
     });
 }
 
@@ -543,6 +570,8 @@ impl DeviceWork {
 mod tests {
     use super::*;
     use blocksparse_abi::MAX_ITEM_BLOCKS;
+    use blocksparse_testkit::testgen::{seeded_rng, test_seed};
+    use rand::Rng;
 
     fn row_ptr_from_lens(lens: &[u32]) -> Vec<u32> {
         let mut rp = vec![0];
@@ -633,6 +662,50 @@ mod tests {
         // Longest first.
         let first = w.items[0].blk_end - w.items[0].blk_begin;
         assert_eq!(first, w.max_item_blocks);
+    }
+
+    #[test]
+    fn light_items_follow_the_heavy_ones_in_k_order() {
+        // Two full rows among short ones (and an empty row), two matrices, three N tiles, four
+        // resident blocks (no split);
+        // columns drawn at random, so the K order is not the row order.
+        let mut rng = seeded_rng(test_seed("light_items_in_k_order"));
+        let cols = 64u32;
+        let mut lens: Vec<u32> = (0..40).map(|_| rng.random_range(1..=3)).collect();
+        lens[7] = cols;
+        lens[23] = cols;
+        lens[30] = 0;
+        let rp = row_ptr_from_lens(&lens);
+        let kidx: Vec<u32> = lens
+            .iter()
+            .flat_map(|&l| {
+                // The first `l` of a partial Fisher-Yates shuffle of the columns.
+                let mut c: Vec<u32> = (0..cols).collect();
+                for i in 0..l as usize {
+                    let j = rng.random_range(i..c.len());
+                    c.swap(i, j);
+                }
+                let mut c = c[..l as usize].to_vec();
+                c.sort_unstable();
+                c
+            })
+            .collect();
+        let mut w = plan_rows(spec(&rp, 3, 2, 4, 1)).unwrap();
+        let before = w.clone();
+        light_items_in_k_order(&mut w, &kidx);
+        check_cover(&rp, 3, 2, &w);
+        // The heavy prefix (2 rows x 3 tiles x 2 matrices) is untouched.
+        assert_eq!(w.items[..12], before.items[..12]);
+        assert!(w.items[..12].iter().all(|i| i.blk_end - i.blk_begin == cols));
+        // The rest: by matrix, then by the K index of the first block, empty items last.
+        let key = |i: &WorkItem| (i.batch, if i.blk_end > i.blk_begin { kidx[i.blk_begin as usize] } else { u32::MAX });
+        assert!(w.items[12..].windows(2).all(|p| key(&p[0]) <= key(&p[1])));
+        // A plan without heavy items keeps its order.
+        let rp = row_ptr_from_lens(&[2; 40]);
+        let mut w = plan_rows(spec(&rp, 3, 1, 132, 1)).unwrap();
+        let before = w.clone();
+        light_items_in_k_order(&mut w, &(0..80).rev().collect::<Vec<u32>>());
+        assert_eq!(w, before);
     }
 
     #[test]

@@ -35,7 +35,7 @@ use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::merge::{MMA_BYTES_PER_FLOP, Merged, WGMMA_BYTES_PER_FLOP, merge_rows, plan_cost};
-use crate::plan::{DeviceWork, RowsSpec, WorkList, plan_rows, row_item_cost, schedule_persistent};
+use crate::plan::{DeviceWork, RowsSpec, WorkList, light_items_in_k_order, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -257,10 +257,10 @@ impl Context {
             let strip = (k_total as u64) * tn as u64 * core::mem::size_of::<T>() as u64;
             ((self.l2_bytes() as u64 / 6) / strip.max(1)).clamp(1, u32::MAX as u64) as u32
         });
-        let stream_dev = match stream {
+        let stream_dev = match &stream {
             Some((k, b)) if !k.is_empty() => {
                 let s = self.stream();
-                Some((s.clone_htod(&k)?, s.clone_htod(&b)?))
+                Some((s.clone_htod(k)?, s.clone_htod(b)?))
             }
             _ => None,
         };
@@ -278,6 +278,12 @@ impl Context {
         };
         let mut work = plan_rows(spec)?;
         if choice.family == KernelFamily::Hopper {
+            // K index of each stream position (the merged plan's own, or the pattern's).
+            let kx: &[u32] = match &stream {
+                Some((k, _)) => k,
+                None => &pat.col_idx_host,
+            };
+            light_items_in_k_order(&mut work, kx);
             schedule_persistent(&mut work, resident, row_item_cost);
         }
         let device = DeviceWork::upload(self.stream(), &work, (tm32, tn))?;
