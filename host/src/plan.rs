@@ -196,7 +196,7 @@ fn heavy_len(items: &[WorkItem], len: impl Fn(&WorkItem) -> u64) -> u64 {
 /// the K-block index of stream position `p`), empty items last. The heavy items start
 /// together in the first wave and sweep B from K = 0 up; light items in ascending K run
 /// their loads behind that sweep instead of across all of B at every moment (the planned
-/// N-tile-group order). Measured (perf notes v18.3): heavy-tailed rows 2–7 % faster,
+/// N-tile-group order). Measured (perf notes v18.3): heavy-tailed rows 2–8 % faster,
 /// BigBird-like unchanged; descending K was up to 1.5× slower. Plans without heavy items
 /// (uniform, banded, causal, block-diagonal masks) keep their order.
 pub fn light_items_in_k_order(work: &mut WorkList, kidx: &[u32]) {
@@ -667,8 +667,8 @@ mod tests {
     #[test]
     fn light_items_follow_the_heavy_ones_in_k_order() {
         // Two full rows among short ones (and an empty row), two matrices, three N tiles, four
-        // resident blocks (no split);
-        // columns drawn at random, so the K order is not the row order.
+        // resident blocks (so no row is split); columns drawn at random, so the K order is not
+        // the row order.
         let mut rng = seeded_rng(test_seed("light_items_in_k_order"));
         let cols = 64u32;
         let mut lens: Vec<u32> = (0..40).map(|_| rng.random_range(1..=3)).collect();
