@@ -21,8 +21,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BOX, BlockOut, CHUNK_ELEMS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, PACKED_ROW, SpmmParams,
-    WG_K, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    BOX, BlockOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, PACKED_ROW, SpmmParams, WG_K, WG_M,
+    WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
-use crate::merge::{MMA_BYTES_PER_FLOP, Merged, WGMMA_BYTES_PER_FLOP, merge_rows, plan_cost};
+use crate::merge::{Merged, merge_rows, tile_cost};
 use crate::plan::{DeviceWork, RowsSpec, WorkList, light_items_in_k_order, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
@@ -198,13 +198,7 @@ impl Context {
         // (`merge::plan_cost`: L2 traffic plus tensor work) prefers. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
         let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
-        let cost = |rp: &[u32], choice: TileChoice| {
-            let (b_unit, bytes_per_flop) = match choice.family {
-                KernelFamily::Hopper => (BOX, WGMMA_BYTES_PER_FLOP),
-                KernelFamily::Portable => (CHUNK_ELEMS, MMA_BYTES_PER_FLOP),
-            };
-            plan_cost(&lens(rp), kb as u32, choice.shape(), b_unit, n, core::mem::size_of::<T>(), bytes_per_flop)
-        };
+        let cost = |rp: &[u32], choice: TileChoice| tile_cost(&lens(rp), kb as u32, choice, n, core::mem::size_of::<T>());
         let mut best: Option<(TileChoice, u32, f64, Option<Merged>)> = None;
         for &(choice, m) in &candidates {
             if opts.merge_rows.is_some_and(|want| want.max(1) != m) {
