@@ -1,6 +1,8 @@
 //! `cargo xtask bench`: the block-sparse products and dense cuBLAS on the same shapes in one
 //! run. Each measurement: warm-up, then `reps` launches each bracketed by CUDA events, median
-//! reported. Dense operands are random (never zeros) and made once per shape.
+//! reported. Dense operands are random (never zeros) and made once per shape. Every ratio to
+//! dense cuBLAS is against the fastest dense timing of its shape in the run (dense is power-bound
+//! and drifts with the board's state more than the sparse kernels do: conservative ratios).
 //!
 //! Suites (flags add to the default plain-SpMM sweep):
 //! - default: `C = A·B` for each block size × density (× `--skewed`, `--structured` masks;
@@ -10,8 +12,7 @@
 //!   Bᵀ}, C row- or column-major; dense × sparse in its four transpose combinations; SDDMM with
 //!   X and Y in either layout; each SpMM-like row also as a time ratio to plain SpMM on the same
 //!   pattern, re-timed right before it (the same clock state: under sustained load the GPU's
-//!   clocks follow its power cap), and each SDDMM row against dense cuBLAS re-timed right
-//!   before it;
+//!   clocks follow its power cap), dense cuBLAS re-timed before each SDDMM row;
 //! - `--batched`: 16 matrices of 2048³ sharing one pattern (SpMM and SDDMM), against dense
 //!   cuBLAS strided-batched GEMM on the same shapes;
 //! - `--spgemm`: BSR × BSR at M×N×K (`bench_spgemm.rs`): uniform 12.5 % and 50 %, top-16 blocks
@@ -161,7 +162,7 @@ pub struct Row {
     pub tflops: f64,
     pub dense_ms: f64,
     pub dense_tflops: f64,
-    /// Effective TFLOP/s over dense TFLOP/s (same shapes, same run).
+    /// Effective TFLOP/s over dense TFLOP/s (same shapes, the fastest dense timing of the run).
     pub ratio_to_dense: f64,
     /// Dense time over our time.
     pub speedup: f64,
@@ -310,26 +311,38 @@ struct Bench<'a, T: InputElement> {
     pool: Pool<T>,
     outs: HashMap<(usize, usize, usize), DeviceMatrix<T>>,
     dense_ms: HashMap<(usize, usize, usize, usize), f64>,
+    /// Dense cuBLAS operands (A, B, C) per shape, drawn once: re-timing a shape draws nothing
+    /// from `rng`, so `--seed` gives the same masks whether or not dense is re-timed.
+    dense_ops: HashMap<(usize, usize, usize, usize), [DeviceMatrix<T>; 3]>,
+    /// The fastest dense time of each shape in the run (what every row's ratio is against).
+    dense_best: HashMap<(usize, usize, usize, usize), f64>,
     rng: TestRng,
 }
 
 impl<'a, T: InputElement> Bench<'a, T> {
     /// Dense cuBLAS on `batch × (m, k) · (k, n)`, measured once per shape.
     fn dense(&mut self, batch: usize, m: usize, n: usize, k: usize) -> Res<f64> {
-        if let Some(&t) = self.dense_ms.get(&(batch, m, n, k)) {
+        let shape = (batch, m, n, k);
+        if let Some(&t) = self.dense_ms.get(&shape) {
             return Ok(t);
         }
-        let a = self.ctx.upload_matrix_batch(batch, m, k, &random_values::<T>(batch * m * k, &mut self.rng)).map_err(err)?;
-        let b = self.ctx.upload_matrix_batch(batch, k, n, &random_values::<T>(batch * k * n, &mut self.rng)).map_err(err)?;
-        let mut c = self.ctx.zeros_matrix_batch::<T>(batch, m, n).map_err(err)?;
+        if !self.dense_ops.contains_key(&shape) {
+            let a = self.ctx.upload_matrix_batch(batch, m, k, &random_values::<T>(batch * m * k, &mut self.rng)).map_err(err)?;
+            let b = self.ctx.upload_matrix_batch(batch, k, n, &random_values::<T>(batch * k * n, &mut self.rng)).map_err(err)?;
+            let c = self.ctx.zeros_matrix_batch::<T>(batch, m, n).map_err(err)?;
+            self.dense_ops.insert(shape, [a, b, c]);
+        }
+        let Some([a, b, c]) = self.dense_ops.get_mut(&shape) else { unreachable!("inserted above") };
         let (gemm, ctx, reps) = (&self.gemm, self.ctx, self.args.reps);
-        let t = time_ms(ctx, reps, |_| gemm.gemm(ctx, &a, &b, &mut c))?;
-        self.dense_ms.insert((batch, m, n, k), t);
+        let t = time_ms(ctx, reps, |_| gemm.gemm(ctx, a, b, c))?;
+        self.dense_ms.insert(shape, t);
+        let best = self.dense_best.entry(shape).or_insert(t);
+        *best = best.min(t);
         Ok(t)
     }
 
     /// Dense cuBLAS on that shape timed now (the clock state of the next measurement), and kept
-    /// as the shape's time from here on.
+    /// as the shape's time from here on; the same operands as before.
     fn dense_fresh(&mut self, batch: usize, m: usize, n: usize, k: usize) -> Res<f64> {
         self.dense_ms.remove(&(batch, m, n, k));
         self.dense(batch, m, n, k)
@@ -505,6 +518,7 @@ impl CaseInfo<'_> {
 }
 
 fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Vec<Row>, bar: &ProgressBar) -> Res<()> {
+    let first_row = rows.len();
     let gemm = DenseGemm::new(ctx)?;
     let mut b = Bench::<T> {
         ctx,
@@ -513,12 +527,17 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
         pool: Pool { mats: HashMap::new() },
         outs: HashMap::new(),
         dense_ms: HashMap::new(),
+        dense_ops: HashMap::new(),
+        dense_best: HashMap::new(),
         rng: seeded_rng(seed),
     };
     let (m, n, k) = (args.m, args.n, args.k);
     let dt = T::DTYPE;
     let peer = |op: &str, bs: usize, density: f64, batch: usize, (mm, nn, kk): (usize, usize, usize), ta: bool, tb: bool, tune: bool| serde_json::json!({"op": op, "m": mm, "n": nn, "k": kk, "block": bs, "density": density, "dtype": dt.to_string(), "batch": batch, "trans_a": ta, "trans_b": tb, "tune": tune});
     if !args.no_plain {
+        // Timed once, before any sparse row: re-timed right before each pattern (tried), the
+        // dense burst left the board power-throttled for the row after it (top-16 32×32 on the
+        // portable tile 0.357 → 0.39–0.46 ms, the same plan 0.37 ms when timed later).
         let dense_ms = b.dense(1, m, n, k)?;
         for &bs in &args.blocks {
             for &density in &args.densities {
@@ -651,6 +670,18 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
             bar.inc(1);
         }
     }
+    // Every ratio against the fastest dense timing of its shape in the run. Dense cuBLAS is
+    // power-bound: its rate drifts with the board's state far more than ours (H100, one run:
+    // 623–745 TF/s at 8192³, our times within ±3 %), so a slow dense timing would flatter the
+    // rows against it; the best one keeps each ratio conservative.
+    for r in &mut rows[first_row..] {
+        if let Some(&best) = b.dense_best.get(&(r.batch, r.m, r.n, r.k)) {
+            r.dense_ms = best;
+            r.dense_tflops = tflops(2.0 * (r.batch * r.m * r.n * r.k) as f64, best);
+            r.ratio_to_dense = r.tflops / r.dense_tflops;
+            r.speedup = best / r.ms;
+        }
+    }
     Ok(())
 }
 
@@ -747,7 +778,7 @@ pub fn run(args: Args) -> Res<bool> {
     // The plain / ops / batched table (absent when only --spgemm ran).
     if !rows.is_empty() {
         println!(
-            "ratio: effective TFLOP/s (nonzero blocks) / dense cuBLAS TFLOP/s on the same shapes, same run; vs plain: time / plain SpMM time on the same pattern, timed just before"
+            "ratio: effective TFLOP/s (nonzero blocks) / the fastest dense cuBLAS TFLOP/s on the same shapes in this run (re-timed before each SDDMM row); vs plain: time / plain SpMM time on the same pattern, timed just before"
         );
         println!("torch: PyTorch Triton BSR (GPU time), default params / tuned for this GPU; ours/tuned: our TF/s over tuned torch");
         println!(
