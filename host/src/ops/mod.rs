@@ -51,10 +51,12 @@ pub struct PlanOptions {
     /// of op(A) as the kernel streams it) share one output tile, over the union of their block
     /// columns (zeros where a row lacks one). `Some(1)` never merges; `Some(m)` merges `m` (an
     /// error where the product's kernel cannot: [`Error::UnsupportedMerge`]). Default: the
-    /// plan that the cost model of `docs/perf-notes.md` (v15, v16: L2 traffic plus the tensor
-    /// work of the tiles, their zero rows included) prefers, which merges where neighbouring
-    /// rows share most of their columns (causal, banded, block-diagonal masks) and not where
-    /// they share a few (BigBird-like) or none (random).
+    /// plan that the cost model of `docs/perf-notes.md` (v15, v16, v19: L2 traffic plus the
+    /// tensor work of the tiles, their zero rows included) prefers. It merges where
+    /// neighbouring rows share most of their columns (causal, banded, block-diagonal masks).
+    /// With 16- and 32-row blocks, whose wgmma tiles outrun the small portable ones, it also
+    /// merges where the union is full enough (random masks from about 25 % at 16×16 and 50 % at
+    /// 32×32; BigBird-like at 32×32). It does not merge rows that share few columns.
     ///
     /// Non-finite values: a merged tile multiplies explicit zeros where a row lacks a block of
     /// the union, so an Inf or NaN in op(B)'s rows of that block column makes NaN (0 · Inf)
