@@ -55,7 +55,7 @@ pub struct PlanOptions {
     /// tensor work of the tiles, their zero rows included) prefers. It merges where
     /// neighbouring rows share most of their columns (causal, banded, block-diagonal masks).
     /// With 16- and 32-row blocks, whose wgmma tiles outrun the small portable ones, it also
-    /// merges where the union is full enough: random masks from about 22 % of the blocks at
+    /// merges where the union is full enough: random masks from about 23 % of the blocks at
     /// 16×16 and 30 % at 32×32 (by the model; measured faster at 25 % and 50 %), and
     /// BigBird-like at 32×32. It does not merge rows that share few columns.
     ///
