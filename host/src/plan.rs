@@ -570,7 +570,7 @@ impl DeviceWork {
 mod tests {
     use super::*;
     use blocksparse_abi::MAX_ITEM_BLOCKS;
-    use blocksparse_testkit::testgen::{seeded_rng, test_seed};
+    use blocksparse_testkit::testgen::{seeded_rng, test_seed, topk_mask};
     use rand::Rng;
 
     fn row_ptr_from_lens(lens: &[u32]) -> Vec<u32> {
@@ -676,19 +676,10 @@ mod tests {
         lens[23] = cols;
         lens[30] = 0;
         let rp = row_ptr_from_lens(&lens);
+        // Each row's `l` columns, in increasing order: a one-row top-`l` mask.
         let kidx: Vec<u32> = lens
             .iter()
-            .flat_map(|&l| {
-                // The first `l` of a partial Fisher-Yates shuffle of the columns.
-                let mut c: Vec<u32> = (0..cols).collect();
-                for i in 0..l as usize {
-                    let j = rng.random_range(i..c.len());
-                    c.swap(i, j);
-                }
-                let mut c = c[..l as usize].to_vec();
-                c.sort_unstable();
-                c
-            })
+            .flat_map(|&l| topk_mask(1, cols as usize, l as usize, &mut rng).into_iter().zip(0..cols).filter_map(|(x, c)| x.then_some(c)))
             .collect();
         let mut w = plan_rows(spec(&rp, 3, 2, 4, 1)).unwrap();
         let before = w.clone();

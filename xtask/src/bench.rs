@@ -29,6 +29,7 @@
 //! draws the same operands and masks again). The charts of `plot.rs` are written beside it.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -326,13 +327,14 @@ impl<'a, T: InputElement> Bench<'a, T> {
         if let Some(&t) = self.dense_ms.get(&shape) {
             return Ok(t);
         }
-        if !self.dense_ops.contains_key(&shape) {
-            let a = self.ctx.upload_matrix_batch(batch, m, k, &random_values::<T>(batch * m * k, &mut self.rng)).map_err(err)?;
-            let b = self.ctx.upload_matrix_batch(batch, k, n, &random_values::<T>(batch * k * n, &mut self.rng)).map_err(err)?;
-            let c = self.ctx.zeros_matrix_batch::<T>(batch, m, n).map_err(err)?;
-            self.dense_ops.insert(shape, [a, b, c]);
-        }
-        let Some([a, b, c]) = self.dense_ops.get_mut(&shape) else { unreachable!("inserted above") };
+        let [a, b, c] = match self.dense_ops.entry(shape) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let a = self.ctx.upload_matrix_batch(batch, m, k, &random_values::<T>(batch * m * k, &mut self.rng)).map_err(err)?;
+                let b = self.ctx.upload_matrix_batch(batch, k, n, &random_values::<T>(batch * k * n, &mut self.rng)).map_err(err)?;
+                e.insert([a, b, self.ctx.zeros_matrix_batch::<T>(batch, m, n).map_err(err)?])
+            }
+        };
         let (gemm, ctx, reps) = (&self.gemm, self.ctx, self.args.reps);
         let t = time_ms(ctx, reps, |_| gemm.gemm(ctx, a, b, c))?;
         self.dense_ms.insert(shape, t);
