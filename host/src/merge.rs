@@ -69,18 +69,27 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
     Ok(out)
 }
 
-/// The model's L2 traffic, in elements, of streaming rows of the given lengths (in K blocks of
-/// depth `kb`) through `(tm, tn)` output tiles over `n` columns: each stage of each of the
-/// `⌈n / tn⌉` N tiles reads a `(tm, ks)` slice of A, and of B the `(ks, ·)` columns that exist,
-/// in units of `b_unit` columns (a 64-column TMA box on the Hopper kernel, a 16-byte chunk on
-/// the portable one); a row of `len` blocks costs `len · kb · (⌈n / tn⌉ · tm + ⌈n⌉_b_unit)`.
-/// Across the tiles of both kernel families the measured rates follow this traffic (perf notes
-/// v15), and the zero rows a merged tile streams are counted like any other.
-pub(crate) fn l2_traffic(lens: impl Iterator<Item = u32>, kb: u32, (tm, tn): (u32, u32), b_unit: u32, n: usize) -> u128 {
+/// Stream positions of the rows `row_ptr` delimits: the sum of their lengths, which is all
+/// the cost model below depends on (it is linear in the rows' lengths).
+fn positions(row_ptr: &[u32]) -> u64 {
+    match (row_ptr.first(), row_ptr.last()) {
+        (Some(&first), Some(&last)) => (last - first) as u64,
+        _ => 0,
+    }
+}
+
+/// The model's L2 traffic, in elements, of streaming rows of `positions` blocks in all (K
+/// blocks of depth `kb`) through `(tm, tn)` output tiles over `n` columns: each stage of each
+/// of the `⌈n / tn⌉` N tiles reads a `(tm, ks)` slice of A, and of B the `(ks, ·)` columns that
+/// exist, in units of `b_unit` columns (a 64-column TMA box on the Hopper kernel, a 16-byte
+/// chunk on the portable one); a row of `len` blocks costs `len · kb · (⌈n / tn⌉ · tm +
+/// ⌈n⌉_b_unit)`. Across the tiles of both kernel families the measured rates follow this
+/// traffic (perf notes v15), and the zero rows a merged tile streams are counted like any other.
+pub(crate) fn l2_traffic(positions: u64, kb: u32, (tm, tn): (u32, u32), b_unit: u32, n: usize) -> u128 {
     let n = n as u128;
     let (tm, tn, unit) = (tm as u128, tn.max(1) as u128, b_unit.max(1) as u128);
     let per_stage_row = (n.div_ceil(tn) * tm + n.div_ceil(unit) * unit) * kb as u128;
-    lens.map(|l| l as u128).sum::<u128>() * per_stage_row
+    positions as u128 * per_stage_row
 }
 
 /// The weight of tensor-core work in [`plan_cost`], in bytes of L2 traffic per flop a tile
@@ -95,26 +104,33 @@ pub(crate) fn l2_traffic(lens: impl Iterator<Item = u32>, kb: u32, (tm, tn): (u3
 pub(crate) const WGMMA_BYTES_PER_FLOP: f64 = 0.0125;
 pub(crate) const MMA_BYTES_PER_FLOP: f64 = 0.0275;
 
-/// The planner's cost of a plan, in bytes: its [`l2_traffic`] (of `elem_bytes` elements) plus
-/// `bytes_per_flop` times the flops its tiles compute, `2 · len · kb · tm · ⌈n / tn⌉ · tn` per
-/// row of `len` blocks (perf notes v16).
-pub(crate) fn plan_cost(lens: &[u32], kb: u32, (tm, tn): (u32, u32), b_unit: u32, n: usize, elem_bytes: usize, bytes_per_flop: f64) -> f64 {
-    let traffic = l2_traffic(lens.iter().copied(), kb, (tm, tn), b_unit, n) as f64 * elem_bytes as f64;
-    let blocks: f64 = lens.iter().map(|&l| l as f64).sum();
+/// The planner's cost of a plan of `positions` stream positions, in bytes: its [`l2_traffic`]
+/// (of `elem_bytes` elements) plus `bytes_per_flop` times the flops its tiles compute,
+/// `2 · len · kb · tm · ⌈n / tn⌉ · tn` per row of `len` blocks (perf notes v16).
+pub(crate) fn plan_cost(
+    positions: u64,
+    kb: u32,
+    (tm, tn): (u32, u32),
+    b_unit: u32,
+    n: usize,
+    elem_bytes: usize,
+    bytes_per_flop: f64,
+) -> f64 {
+    let traffic = l2_traffic(positions, kb, (tm, tn), b_unit, n) as f64 * elem_bytes as f64;
     let tn = tn.max(1) as f64;
-    let flops = 2.0 * blocks * kb as f64 * tm as f64 * (n as f64 / tn).ceil() * tn;
+    let flops = 2.0 * positions as f64 * kb as f64 * tm as f64 * (n as f64 / tn).ceil() * tn;
     traffic + bytes_per_flop * flops
 }
 
-/// [`plan_cost`] of streaming rows of the given lengths through `choice`'s tile: B read in TMA
-/// boxes and weighted by [`WGMMA_BYTES_PER_FLOP`] on the Hopper kernels, in 16-byte chunks and
-/// by [`MMA_BYTES_PER_FLOP`] on the portable ones.
-pub(crate) fn tile_cost(lens: &[u32], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {
+/// [`plan_cost`] of streaming the rows `row_ptr` delimits through `choice`'s tile: B read in
+/// TMA boxes and weighted by [`WGMMA_BYTES_PER_FLOP`] on the Hopper kernels, in 16-byte chunks
+/// and by [`MMA_BYTES_PER_FLOP`] on the portable ones.
+pub(crate) fn tile_cost(row_ptr: &[u32], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {
     let (b_unit, bytes_per_flop) = match choice.family {
         KernelFamily::Hopper => (BOX, WGMMA_BYTES_PER_FLOP),
         KernelFamily::Portable => (CHUNK_ELEMS, MMA_BYTES_PER_FLOP),
     };
-    plan_cost(lens, kb, choice.shape(), b_unit, n, elem_bytes, bytes_per_flop)
+    plan_cost(positions(row_ptr), kb, choice.shape(), b_unit, n, elem_bytes, bytes_per_flop)
 }
 
 #[cfg(test)]
@@ -249,14 +265,13 @@ mod tests {
                 }
             }
         }
-        let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
         for (name, mask, merge) in
             [("causal", causal, true), ("banded", banded, true), ("blockdiag", blockdiag, true), ("bigbird", bigbird, false)]
         {
             let (row_ptr, kidx) = csr(&mask, rows);
-            let plain = plan_cost(&lens(&row_ptr), 64, (64, 256), 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
+            let plain = plan_cost(positions(&row_ptr), 64, (64, 256), 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
             let g = merge_rows(&row_ptr, &kidx, |q| q as u32, 2).unwrap();
-            let merged = plan_cost(&lens(&g.row_ptr), 64, (128, 256), 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
+            let merged = plan_cost(positions(&g.row_ptr), 64, (128, 256), 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
             assert_eq!(merged < plain, merge, "seed {seed}: {name}: merged {merged} vs plain {plain}");
         }
     }
@@ -273,14 +288,13 @@ mod tests {
         let banded: Vec<bool> = (0..rows * rows).map(|e| (e / rows).abs_diff(e % rows) <= 8).collect();
         let causal: Vec<bool> = (0..rows * rows).map(|e| e % rows <= e / rows).collect();
         let random: Vec<bool> = (0..rows * rows).map(|_| rng.random_bool(0.125)).collect();
-        let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
         for (name, mask, merge) in [("banded", banded, true), ("causal", causal, true), ("random", random, false)] {
             let (row_ptr, kidx) = csr(&mask, rows);
             for n in [8192usize, 1000, 256, 64, 1] {
                 for (kb, plain_tile, merged_tile, m, unit) in [(64, (64, 512), (128, 256), 2, 64), (32, (32, 256), (128, 128), 4, 8)] {
-                    let plain = l2_traffic(lens(&row_ptr).into_iter(), kb, plain_tile, unit, n);
+                    let plain = l2_traffic(positions(&row_ptr), kb, plain_tile, unit, n);
                     let g = merge_rows(&row_ptr, &kidx, |q| q as u32, m).unwrap();
-                    let merged = l2_traffic(lens(&g.row_ptr).into_iter(), kb, merged_tile, unit, n);
+                    let merged = l2_traffic(positions(&g.row_ptr), kb, merged_tile, unit, n);
                     assert_eq!(merged < plain, merge, "seed {seed}: {name}, N {n}, m {m}: merged {merged} vs plain {plain}");
                 }
             }
@@ -329,8 +343,7 @@ mod tests {
             let (row_ptr, kidx) = csr(&family.mask(nb, nb, &mut rng), nb);
             let cost = |m: usize, choice: TileChoice| {
                 let rp = if m == 1 { row_ptr.clone() } else { merge_rows(&row_ptr, &kidx, |q| q as u32, m).unwrap().row_ptr };
-                let lens: Vec<u32> = rp.windows(2).map(|w| w[1] - w[0]).collect();
-                tile_cost(&lens, bs as u32, choice, 8192, 2)
+                tile_cost(&rp, bs as u32, choice, 8192, 2)
             };
             let fastest = cands.iter().filter_map(|c| c.2).fold(f64::INFINITY, f64::min);
             let costs: Vec<f64> = cands.iter().map(|c| cost(c.0, c.1)).collect();

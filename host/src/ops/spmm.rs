@@ -197,8 +197,7 @@ impl Context {
         // The plan: unmerged, or the merge asked for or (by default) the one the cost model
         // (`merge::plan_cost`: L2 traffic plus tensor work) prefers. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
-        let lens = |rp: &[u32]| rp.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
-        let cost = |rp: &[u32], choice: TileChoice| tile_cost(&lens(rp), kb as u32, choice, n, core::mem::size_of::<T>());
+        let cost = |rp: &[u32], choice: TileChoice| tile_cost(rp, kb as u32, choice, n, core::mem::size_of::<T>());
         let mut best: Option<(TileChoice, u32, f64, Option<Merged>)> = None;
         for &(choice, m) in &candidates {
             if opts.merge_rows.is_some_and(|want| want.max(1) != m) {
