@@ -291,6 +291,12 @@ fn cases() -> Vec<Case> {
         v.push(plain, (bs, 16 * bs, 3), (bs, bs), (F16, F16), Pattern::OneRow, (2.0, 0.0), 1);
         v.push(plain, (8 * bs, 8 * bs, 77), (bs, bs), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
     }
+    // Thousands of empty items (C rows that only get beta · C) on a persistent grid: a thread
+    // block runs more of them in a row than its item queue holds, while its second consumer
+    // may not have started (the claims, the consumer skew).
+    v.push(plain, (32768, 256, 2048), (128, 128), (F16, F16), Pattern::OneRow, (1.0, 0.5), 1);
+    v.push(plain, (8192, 128, 8192), (32, 32), (F16, F16), Pattern::OneRow, (1.0, 0.5), 1);
+    v.merged(4);
     for n in [1, 2, 7, 8, 9, 63, 65, 129, 255, 257, 1000] {
         v.push(plain, (256, 512, n), (32, 32), (F16, F16), Pattern::Uniform(0.3), (1.0, 0.0), 1);
         v.push(plain, (256, 256, n), (64, 128), (Bf16, F32), Pattern::Uniform(0.5), (0.5, 2.0), 1);
@@ -569,6 +575,8 @@ fn spgemm_cases(v: &mut Cases) {
     // One dense A row over a long K: its tiles hold far more than a fair share of the records,
     // so the plan splits them (partial tiles summed by the fix-up).
     v.spgemm(Dense(R), (8 * 64, 256 * 64, 5 * 64), (64, 64, 64), (F16, F32), (OneRow, Uniform(0.5)), (1.0, 0.5), 1);
+    // Thousands of empty output tiles on the persistent grid (see the SpMM case of the same kind).
+    v.spgemm(Dense(R), (256 * 128, 2 * 128, 15 * 128), (128, 128, 128), (F16, F16), (OneRow, Uniform(0.5)), (1.0, 0.5), 1);
     v.spgemm(Product, (4 * 128, 128 * 128, 3 * 128), (128, 128, 128), (Bf16, F32), (OneRow, Uniform(0.5)), (1.0, 0.0), 1);
     v.spgemm(Dense(C), (8 * 16, 512 * 16, 33 * 16), (16, 16, 16), (F16, F16), (OneRow, Uniform(0.3)), (2.0, 0.0), 1);
     v.spgemm(Mask(SpMask::Random(0.5)), (8 * 64, 256 * 128, 7 * 64), (64, 128, 64), (Bf16, Bf16), (OneRow, Uniform(0.5)), (1.0, -1.0), 1);
