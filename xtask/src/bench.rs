@@ -180,6 +180,17 @@ pub struct Row {
     pub peer_case: Option<serde_json::Value>,
 }
 
+impl Row {
+    /// Sets the dense cuBLAS fields from a dense time `dense_ms` on the row's shape: its rate,
+    /// the row's ratio to it and the speedup over it.
+    fn set_dense(&mut self, dense_ms: f64) {
+        self.dense_ms = dense_ms;
+        self.dense_tflops = tflops(2.0 * (self.batch * self.m * self.n * self.k) as f64, dense_ms);
+        self.ratio_to_dense = self.tflops / self.dense_tflops;
+        self.speedup = dense_ms / self.ms;
+    }
+}
+
 fn default_op() -> String {
     "spmm".into()
 }
@@ -490,9 +501,7 @@ impl CaseInfo<'_> {
     /// A result row: `op` ran `kernel` in `ms`.
     fn row(&self, op: String, kernel: String, ms: f64) -> Row {
         let (batch, m, n, k) = self.shape;
-        let dense_tflops = tflops(2.0 * (batch * m * n * k) as f64, self.dense_ms);
-        let ours = tflops(self.flops, ms);
-        Row {
+        let mut row = Row {
             op,
             dtype: self.dtype.to_string(),
             m,
@@ -505,17 +514,11 @@ impl CaseInfo<'_> {
             density: self.density,
             nnzb: self.nnzb,
             ms,
-            tflops: ours,
-            dense_ms: self.dense_ms,
-            dense_tflops,
-            ratio_to_dense: ours / dense_tflops,
-            speedup: self.dense_ms / ms,
-            vs_plain: None,
-            peer_tflops: None,
-            peer_tuned_tflops: None,
-            ours_over_tuned: None,
-            peer_case: None,
-        }
+            tflops: tflops(self.flops, ms),
+            ..Row::default()
+        };
+        row.set_dense(self.dense_ms);
+        row
     }
 }
 
@@ -678,10 +681,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
     // rows against it; the best one keeps each ratio conservative.
     for r in &mut rows[first_row..] {
         if let Some(&best) = b.dense_best.get(&(r.batch, r.m, r.n, r.k)) {
-            r.dense_ms = best;
-            r.dense_tflops = tflops(2.0 * (r.batch * r.m * r.n * r.k) as f64, best);
-            r.ratio_to_dense = r.tflops / r.dense_tflops;
-            r.speedup = best / r.ms;
+            r.set_dense(best);
         }
     }
     Ok(())

@@ -292,8 +292,8 @@ fn cases() -> Vec<Case> {
         v.push(plain, (8 * bs, 8 * bs, 77), (bs, bs), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
     }
     // Thousands of empty items (C rows that only get beta · C) on a persistent grid: a thread
-    // block runs more of them in a row than its item queue holds, while its second consumer
-    // may not have started (the claims, the consumer skew).
+    // block runs hundreds of items without stages in a row (the consumer skew's start, epilogue
+    // after epilogue; a shared item queue deadlocked here, perf notes v20).
     v.push(plain, (32768, 256, 2048), (128, 128), (F16, F16), Pattern::OneRow, (1.0, 0.5), 1);
     v.push(plain, (8192, 128, 8192), (32, 32), (F16, F16), Pattern::OneRow, (1.0, 0.5), 1);
     v.merged(4);
