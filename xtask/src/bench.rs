@@ -1,6 +1,6 @@
 //! `cargo xtask bench`: the block-sparse products and dense cuBLAS on the same shapes in one
-//! run. Each measurement: warm-up, then `reps` launches each bracketed by CUDA events, median
-//! reported. Dense operands are random (never zeros) and made once per shape. Every ratio to
+//! run. Each measurement: warm-up, then `reps` launches queued back to back, each bracketed by
+//! its own CUDA events (GPU time; `--synced` waits for each), median reported. Dense operands are random (never zeros) and made once per shape. Every ratio to
 //! dense cuBLAS is against the fastest dense timing of its shape in the run (dense is power-bound
 //! and drifts with the board's state more than the sparse kernels do: conservative ratios).
 //!
@@ -127,6 +127,11 @@ pub struct Args {
     /// Timed launches per measurement (median reported).
     #[arg(long, default_value_t = 50)]
     reps: usize,
+    /// Wait for each timed launch before queuing the next, so that every time also holds the
+    /// host's launch latency (the timer of the runs before 2026-11-25; default: launches queued
+    /// back to back, each bracketed by its own pair of events, i.e. GPU time).
+    #[arg(long)]
+    synced: bool,
     /// Seed of the random operands and masks (default: fresh, printed and recorded in the JSON).
     #[arg(long)]
     seed: Option<u64>,
@@ -224,6 +229,10 @@ pub struct Report {
     pub cold_start_ms: f64,
     pub unix_time: u64,
     pub reps: usize,
+    /// `--synced`: each timed launch waited for before the next was queued (host launch latency
+    /// included); false: queued back to back (GPU time).
+    #[serde(default)]
+    pub synced: bool,
     pub rows: Vec<Row>,
     /// `--spgemm`: the BSR × BSR rows (`bench_spgemm.rs`: each with the dense cuBLAS time, the
     /// DRAM bandwidth and the roof measured right before it).
@@ -266,23 +275,51 @@ fn err(e: blocksparse::Error) -> String {
     e.to_string()
 }
 
-/// Median of `reps` event-timed runs of `f` after 5 warm-up ones, in ms.
-fn time_ms(ctx: &Context, reps: usize, mut f: impl FnMut(usize) -> Res<()>) -> Res<f64> {
+/// How [`time_ms`] measures: `n` timed launches after 5 warm-up ones, `synced` as `--synced`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reps {
+    pub n: usize,
+    pub synced: bool,
+}
+
+impl Args {
+    pub(crate) fn timing(&self) -> Reps {
+        Reps { n: self.reps, synced: self.synced }
+    }
+}
+
+/// Median GPU time of `reps.n` runs of `f` after 5 warm-up ones, in ms. Each run is bracketed by
+/// its own pair of CUDA events. By default the runs are queued back to back: the host gets ahead
+/// of the GPU after the first one, so an event pair holds the run's kernels and the GPU's gaps
+/// between them, not the host's launch latency (what an application that queues its work sees;
+/// the PyTorch peer is timed on GPU time too, through CUDA graphs). With `reps.synced` the host
+/// waits for each run before queuing the next, and every time also holds the latency of
+/// launching onto an idle stream (measured in perf notes v21: about 8 µs at 8192³).
+fn time_ms(ctx: &Context, reps: Reps, mut f: impl FnMut(usize) -> Res<()>) -> Res<f64> {
     let e = |e: blocksparse::cudarc::driver::DriverError| e.to_string();
     for i in 0..5 {
         f(i)?;
     }
     let cu = ctx.cuda();
     let timing = Some(blocksparse::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let start = cu.new_event(timing).map_err(e)?;
-    let stop = cu.new_event(timing).map_err(e)?;
-    let mut times = Vec::with_capacity(reps);
-    for i in 0..reps.max(1) {
+    let n = reps.n.max(1);
+    let mut events = Vec::with_capacity(n);
+    for _ in 0..n {
+        events.push((cu.new_event(timing).map_err(e)?, cu.new_event(timing).map_err(e)?));
+    }
+    ctx.stream().synchronize().map_err(e)?;
+    for (i, (start, stop)) in events.iter().enumerate() {
         start.record(ctx.stream()).map_err(e)?;
         f(i)?;
         stop.record(ctx.stream()).map_err(e)?;
-        stop.synchronize().map_err(e)?;
-        times.push(start.elapsed_ms(&stop).map_err(e)? as f64);
+        if reps.synced {
+            stop.synchronize().map_err(e)?;
+        }
+    }
+    ctx.stream().synchronize().map_err(e)?;
+    let mut times = Vec::with_capacity(n);
+    for (start, stop) in &events {
+        times.push(start.elapsed_ms(stop).map_err(e)? as f64);
     }
     times.sort_by(|a, b| a.total_cmp(b));
     Ok(times[times.len() / 2])
@@ -346,7 +383,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
                 e.insert([a, b, self.ctx.zeros_matrix_batch::<T>(batch, m, n).map_err(err)?])
             }
         };
-        let (gemm, ctx, reps) = (&self.gemm, self.ctx, self.args.reps);
+        let (gemm, ctx, reps) = (&self.gemm, self.ctx, self.args.timing());
         let t = time_ms(ctx, reps, |_| gemm.gemm(ctx, a, b, c))?;
         self.dense_ms.insert(shape, t);
         let best = self.dense_best.entry(shape).or_insert(t);
@@ -391,7 +428,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
         opts: &PlanOptions,
         rotate: bool,
     ) -> Res<(f64, String)> {
-        let (ctx, reps) = (self.ctx, self.args.reps);
+        let (ctx, reps) = (self.ctx, self.args.timing());
         let plan = ctx.plan_spmm_with(a, op_a, n, opts).map_err(err)?;
         let kernel = crate::plan_label(&plan);
         let (rows, k) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
@@ -412,7 +449,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
 
     /// Dense × sparse `C = op(X) · op(A)` (C row-major) timed.
     fn dense_sparse(&mut self, a: &DeviceBsr<T>, x_layout: Layout, op_a: Transpose, m: usize) -> Res<(f64, String)> {
-        let (ctx, reps) = (self.ctx, self.args.reps);
+        let (ctx, reps) = (self.ctx, self.args.timing());
         let plan = ctx.plan_dense_sparse(a, op_a, m).map_err(err)?;
         let kernel = crate::plan_label(&plan);
         let (k, n) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
@@ -428,7 +465,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
 
     /// SDDMM at `c`'s pattern with inner dimension `k` timed.
     fn sddmm(&mut self, c: &mut DeviceBsr<T>, x_layout: Layout, y_layout: Layout, k: usize) -> Res<(f64, String)> {
-        let (ctx, reps) = (self.ctx, self.args.reps);
+        let (ctx, reps) = (self.ctx, self.args.timing());
         let plan = ctx.plan_sddmm(c, k).map_err(err)?;
         let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
         let (m, n, batch) = (c.nrows(), c.ncols(), c.batch());
@@ -744,6 +781,7 @@ pub fn run(args: Args) -> Res<bool> {
         cold_start_ms,
         unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         reps: args.reps,
+        synced: args.synced,
         rows: rows.to_vec(),
         spgemm: spgemm.to_vec(),
     };
@@ -763,12 +801,13 @@ pub fn run(args: Args) -> Res<bool> {
     let report = report(&rows, &spgemm_rows);
     write(&report)?;
     println!(
-        "bench: {} (cc {}.{}), module {:?}, median of {} runs, output in the input dtype",
+        "bench: {} (cc {}.{}), module {:?}, median of {} runs ({}), output in the input dtype",
         report.gpu,
         report.compute_capability.0,
         report.compute_capability.1,
         ctx.arch(),
-        args.reps
+        args.reps,
+        if args.synced { "each waited for: GPU time + host launch latency" } else { "queued back to back: GPU time" }
     );
     println!(
         "run: CUDA driver {}{}, commit {} (built from {}), seed {seed}",

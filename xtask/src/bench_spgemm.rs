@@ -19,8 +19,8 @@
 //! 1 GiB device-to-device copy, read + write bytes counted) and dense cuBLAS `GemmEx` on M×N×K
 //! (the same buffers every time): under sustained load the GPU sits at its power cap and its
 //! clocks follow, so every ratio is taken between measurements in the same clock state. Each
-//! measurement is `time_ms`'s: 5 warm-up launches, then `--reps` launches each between CUDA
-//! events, the median.
+//! measurement is `time_ms`'s: 5 warm-up launches, then `--reps` launches queued back to back,
+//! each between its own CUDA events (`--synced`: each waited for), the median.
 //!
 //! Printed and recorded per row: pairs (block multiply-adds), the plan's records and tiles,
 //! time, effective TFLOP/s (`2 · pairs · bm · bk · bn / time`), its ratio to dense cuBLAS's
@@ -40,7 +40,7 @@ use blocksparse_testkit::testgen::{TestRng, banded_mask, exact_mask, random_valu
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
-use super::{Args, Res, err, tflops, time_ms};
+use super::{Args, Reps, Res, err, tflops, time_ms};
 
 /// The cases per block size (see the module docs).
 pub const CASES: usize = 4;
@@ -149,7 +149,7 @@ impl<T: InputElement> DenseRef<T> {
         })
     }
 
-    fn time(&mut self, ctx: &Context, reps: usize) -> Res<f64> {
+    fn time(&mut self, ctx: &Context, reps: Reps) -> Res<f64> {
         let DenseRef { gemm, a, b, c, .. } = self;
         time_ms(ctx, reps, |_| gemm.gemm(ctx, a, b, c))
     }
@@ -175,7 +175,7 @@ impl CopyBw {
     }
 
     /// GB/s, read + write bytes.
-    fn gbps(&mut self, ctx: &Context, reps: usize) -> Res<f64> {
+    fn gbps(&mut self, ctx: &Context, reps: Reps) -> Res<f64> {
         let CopyBw { src, dst } = self;
         let s = ctx.stream();
         let ms = time_ms(ctx, reps, |_| s.memcpy_dtod(src, dst).map_err(|e| e.to_string()))?;
@@ -227,7 +227,7 @@ fn bits(mask: &[bool]) -> String {
 
 /// Times every case at every block size of `--spgemm-blocks` for input (and output) type `T`.
 pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Vec<SpgemmRow>, bar: &ProgressBar) -> Res<()> {
-    let (m, n, k, reps) = (args.m, args.n, args.k, args.reps);
+    let (m, n, k, reps) = (args.m, args.n, args.k, args.timing());
     let dt = T::DTYPE;
     // Its own stream of random numbers: the same masks and values for a seed whatever other
     // suites run.
@@ -249,7 +249,7 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
             let peer = serde_json::json!({
                 "op": "spgemm", "id": id, "m": m, "n": n, "k": k, "block": bs, "dtype": dt.to_string(),
                 "density": nnzb_a as f64 / case.mask_a.len() as f64, "pattern": name,
-                "mask_a": bits(&case.mask_a), "mask_b": bits(&case.mask_b), "reps": reps,
+                "mask_a": bits(&case.mask_a), "mask_b": bits(&case.mask_b), "reps": reps.n,
                 "expect_nnz_c": product.c_blocks * bs * bs,
             });
             for (label, out) in [("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)] {

@@ -285,6 +285,13 @@ mod hopper {
         kblk: u32,
     }
 
+    /// Whether merged row `h` of a stage exists: the tile holds `tm / ks` rows of `ks`-row boxes,
+    /// the plan merges `1 << ml` block rows.
+    #[inline(always)]
+    fn merged_row(t: WgmmaTile, ml: u32, h: u32) -> bool {
+        h < t.tm / t.ks && h < 1 << ml
+    }
+
     impl SpmmStages {
         /// The stage after the last one fetched, with its index loads issued.
         #[inline(always)]
@@ -315,13 +322,13 @@ mod hopper {
                 if many_rows(self.t) {
                     // Warp-wide: lane h holds merged row h's block (`issue` gathers them).
                     let h = thread_idx() % 32;
-                    if h < (self.t.tm / self.t.ks) && h < 1 << ml {
+                    if merged_row(self.t, ml, h) {
                         blk[0] = unsafe { ld_global_nc_u32(words.wrapping_add(h as usize)) };
                     }
                 } else {
                     let mut h = 0;
                     while h < MAX_MERGED {
-                        if h < (self.t.tm / self.t.ks) as usize && h < 1 << ml {
+                        if merged_row(self.t, ml, h as u32) {
                             blk[h] = unsafe { ld_global_nc_u32(words.wrapping_add(h)) };
                         }
                         h += 1;
