@@ -1,8 +1,9 @@
 //! `cargo xtask bench`: the block-sparse products and dense cuBLAS on the same shapes in one
 //! run. Each measurement: warm-up, then `reps` launches queued back to back, each bracketed by
 //! its own CUDA events (GPU time; `--synced` waits for each), median reported. Dense operands
-//! are random (never zeros) and made once per shape. Every ratio to dense cuBLAS is against the fastest dense timing of its shape in the run (dense is power-bound
-//! and drifts with the board's state more than the sparse kernels do: conservative ratios).
+//! are random (never zeros) and made once per shape. Every ratio to dense cuBLAS is against the
+//! fastest dense timing of its shape in the run (dense is power-bound and drifts with the
+//! board's state more than the sparse kernels do: conservative ratios).
 //!
 //! Suites (flags add to the default plain-SpMM sweep):
 //! - default: `C = A·B` for each block size × density (× `--skewed`, `--structured` masks;
