@@ -492,6 +492,11 @@ pub struct WorkParams {
 
 /// A dense output: `C(i, j)` of matrix `b` at `c + b · batch_stride + i · row_stride + j ·
 /// col_stride` (one of the two strides is 1), scaled as `alpha · acc + beta · C`.
+///
+/// With a row map (`row_map` not 0: an SpMM plan whose stream rows were reordered), the
+/// kernels' tile-space row `i` is C's row `row_map[i >> row_unit_log2] << row_unit_log2 | (i &
+/// (unit - 1))`: the map holds, per stream row of `1 << row_unit_log2` rows, the C row block it
+/// belongs to (a permutation of the stream rows).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DenseOut {
@@ -511,6 +516,12 @@ pub struct DenseOut {
     pub alpha: f32,
     /// Scale of the old C (not read when 0).
     pub beta: f32,
+    /// `(stream rows,)` u32 C row block of each stream row, or 0 (tile rows are C's rows).
+    pub row_map: u64,
+    /// log2 of the rows of one stream row (with `row_map`).
+    pub row_unit_log2: u32,
+    /// Padding (keeps the layout the same on host and device).
+    pub _pad: u32,
 }
 
 /// Launch parameters of the SpMM kernels (`C = alpha · op(A) · op(B) + beta · C`), passed by

@@ -107,7 +107,8 @@ pub struct Args {
     /// Skip the plain SpMM sweep (with --ops, --batched or --spgemm).
     #[arg(long)]
     no_plain: bool,
-    /// Also time plain SpMM with these N-tile group sizes instead of the planner's.
+    /// Also time plain SpMM (and, with --spgemm, BSR × BSR: rows "G<g>") with these N-tile
+    /// group sizes instead of the planner's.
     #[arg(long, value_delimiter = ',')]
     groups: Vec<u32>,
     /// Also time plain SpMM with these block rows merged per tile (`PlanOptions::merge_rows`;
@@ -115,6 +116,11 @@ pub struct Args {
     /// M<m>"; the kernel column says `/m` for a merged plan).
     #[arg(long, value_delimiter = ',')]
     merge: Vec<u32>,
+    /// Also time plain SpMM with the planner's choice kept in A's row order (row "spmm R0") and
+    /// each --merge with the heavy rows merged first (`PlanOptions::reorder_rows`, rows "spmm
+    /// M<m>R"; the kernel column says `r` for a reordered plan).
+    #[arg(long)]
+    reorder: bool,
     /// Also run PyTorch's BSR kernels on the same cases (python3 with torch and triton), and
     /// with --spgemm its CSR × CSR product (torch.sparse.mm, cuSPARSE) on the same patterns.
     #[arg(long)]
@@ -600,6 +606,13 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
                     choices.extend(
                         args.merge.iter().map(|&m| (format!("spmm M{m}"), PlanOptions { merge_rows: Some(m), ..Default::default() })),
                     );
+                    if args.reorder {
+                        // The planner's choice in A's row order, and each merge reordered.
+                        choices.push((String::from("spmm R0"), PlanOptions { reorder_rows: Some(false), ..Default::default() }));
+                        choices.extend(args.merge.iter().filter(|&&m| m > 1).map(|&m| {
+                            (format!("spmm M{m}R"), PlanOptions { merge_rows: Some(m), reorder_rows: Some(true), ..Default::default() })
+                        }));
+                    }
                     for (label, opts) in choices {
                         // A merge the kernels cannot run for this block size has no row.
                         if opts.merge_rows.is_some()

@@ -34,7 +34,7 @@
 use std::time::Instant;
 
 use blocksparse::cudarc::driver::CudaSlice;
-use blocksparse::{BlockShape, Bsr, Context, DeviceBsr, DeviceMatrix, InputElement, SpgemmOutput};
+use blocksparse::{BlockShape, Bsr, Context, DeviceBsr, DeviceMatrix, InputElement, PlanOptions, SpgemmOutput};
 use blocksparse_testkit::dense::DenseGemm;
 use blocksparse_testkit::testgen::{TestRng, banded_mask, exact_mask, random_values, seeded_rng, topk_mask};
 use indicatif::ProgressBar;
@@ -252,11 +252,16 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                 "mask_a": bits(&case.mask_a), "mask_b": bits(&case.mask_b), "reps": reps.n,
                 "expect_nnz_c": product.c_blocks * bs * bs,
             });
-            for (label, out) in [("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)] {
+            // The planner's plan, then one per N-tile group size of `--groups` (label "G<g>").
+            let plans = std::iter::once((String::new(), PlanOptions::default()))
+                .chain(args.groups.iter().map(|&g| (format!(" G{g}"), PlanOptions { n_tile_group: Some(g), ..Default::default() })));
+            let outs = [("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)];
+            for ((c_kind, out), (suffix, opts)) in outs.iter().flat_map(|o| plans.clone().map(move |p| (o.clone(), p))) {
+                let label = format!("{c_kind}{suffix}");
                 let dense_c = matches!(out, SpgemmOutput::Dense);
                 let what = |e: String| format!("spgemm {id}, C {label}: {e}");
                 let t0 = Instant::now();
-                let plan = ctx.plan_spgemm(&a[0], &b[0], out).map_err(|e| what(e.to_string()))?;
+                let plan = ctx.plan_spgemm_with(&a[0], &b[0], out, &opts).map_err(|e| what(e.to_string()))?;
                 ctx.stream().synchronize().map_err(|e| what(e.to_string()))?;
                 let plan_ms = t0.elapsed().as_secs_f64() * 1e3;
                 let size = plan.size();
@@ -282,7 +287,7 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                     case: name.clone(),
                     pattern_a: case.pattern_a.clone(),
                     pattern_b: case.pattern_b.clone(),
-                    c: label.into(),
+                    c: label.clone(),
                     dtype: dt.to_string(),
                     m,
                     n,
@@ -362,7 +367,7 @@ pub fn print(rows: &[SpgemmRow], peers: bool) {
     let (blo, bhi) = rows.iter().fold((f64::MAX, 0f64), |(lo, hi), r| (lo.min(r.dram_gbps), hi.max(r.dram_gbps)));
     println!("  measured in this run: dense cuBLAS {lo:.0}–{hi:.0} TF/s, DRAM {blo:.0}–{bhi:.0} GB/s (read + write)");
     let mut header = format!(
-        "{:<27} {:<11} {:<5} {:>5} {:>6} {:>6} {:>8} {:>8} {:>7} {:>10} {:>8} {:>7} {:>8} {:>6} {:>7} {:>8} {:>5} {:>6} {:>3}",
+        "{:<27} {:<15} {:<5} {:>5} {:>6} {:>6} {:>8} {:>8} {:>7} {:>10} {:>8} {:>7} {:>8} {:>6} {:>7} {:>8} {:>5} {:>6} {:>3}",
         "case (A x B)",
         "C",
         "dtype",
@@ -390,7 +395,7 @@ pub fn print(rows: &[SpgemmRow], peers: bool) {
     let mut notes: Vec<(String, String)> = Vec::new();
     for r in rows {
         let mut line = format!(
-            "{:<27} {:<11} {:<5} {:>5} {:>6.4} {:>6.4} {:>8} {:>8} {:>7} {:>10} {:>8.3} {:>7.1} {:>8.1} {:>6.3} {:>6.2}x {:>8.3} {:>5} {:>6.2} {:>3}",
+            "{:<27} {:<15} {:<5} {:>5} {:>6.4} {:>6.4} {:>8} {:>8} {:>7} {:>10} {:>8.3} {:>7.1} {:>8.1} {:>6.3} {:>6.2}x {:>8.3} {:>5} {:>6.2} {:>3}",
             r.case,
             r.c,
             r.dtype,

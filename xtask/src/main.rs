@@ -88,7 +88,7 @@ impl From<DTypeArg> for DType {
 /// `/m` when it merges `m` block rows per tile.
 pub fn plan_label(plan: &blocksparse::SpmmPlan) -> String {
     let merged = plan.merged_rows();
-    format!("{}{}", plan.tile(), if merged > 1 { format!("/{merged}") } else { String::new() })
+    format!("{}{}{}", plan.tile(), if merged > 1 { format!("/{merged}") } else { String::new() }, if plan.reordered() { "r" } else { "" })
 }
 
 /// Opens the GPU or explains why not. The message "no CUDA device" is what scripts look for.

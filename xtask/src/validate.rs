@@ -188,6 +188,9 @@ struct Case {
     /// SpMM / dense × sparse: the stream rows per tile the plan must merge
     /// (`PlanOptions::merge_rows`); `None`: the planner's choice.
     merge: Option<u32>,
+    /// SpMM / dense × sparse: `PlanOptions::reorder_rows` (`Some(true)`: the plan must be
+    /// reordered where some rows are heavy).
+    reorder: Option<bool>,
 }
 
 fn short(l: Layout) -> &'static str {
@@ -226,7 +229,7 @@ impl Cases {
         batch: usize,
     ) {
         let label = format!("{} {sm}x{sk} n{n} b{bm}x{bk} {input}->{output} {pattern:?} a={alpha} b={beta} batch{batch}", op_label(op));
-        self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch, merge: None });
+        self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch, merge: None, reorder: None });
     }
 
     /// The last case, planned with `m` stream rows merged per tile (1: unmerged).
@@ -234,6 +237,14 @@ impl Cases {
         if let Some(c) = self.0.last_mut() {
             c.merge = Some(m);
             c.label += &format!(" merge{m}");
+        }
+    }
+
+    /// The last case's plan merges its heavy rows first (`PlanOptions::reorder_rows`).
+    fn reordered(&mut self) {
+        if let Some(c) = self.0.last_mut() {
+            c.reorder = Some(true);
+            c.label += " reordered";
         }
     }
 
@@ -253,7 +264,7 @@ impl Cases {
         let op = Op::Spgemm(Spgemm { bn, b, c });
         let label =
             format!("{} {m}x{k}x{n} b{bm}x{bk}x{bn} {input}->{output} A:{a:?} B:{b:?} a={alpha} b={beta} batch{batch}", op_label(op));
-        self.0.push(Case { label, op, sm: m, sk: k, n, bm, bk, input, output, pattern: a, alpha, beta, batch, merge: None });
+        self.0.push(Case { label, op, sm: m, sk: k, n, bm, bk, input, output, pattern: a, alpha, beta, batch, merge: None, reorder: None });
     }
 }
 
@@ -422,6 +433,31 @@ fn merged_cases(v: &mut Cases) {
             // 33 block rows: the last tile holds fewer rows than it merges.
             v.push(plain, (33 * bs, 24 * bs, 136 + 8 * j), (bs, bs), dt, Pattern::Family(*f), ab, 1);
             v.merged(m);
+        }
+    }
+    // Reordered plans (the heavy rows merged first, C written in A's order): heavy-tailed,
+    // BigBird-like and skewed masks, every merge of each path, an odd row count (a last tile
+    // with rows past M), Aᵀ, dense × sparse, both C layouts, alpha/beta, long rows (split-K)
+    // and batches.
+    let heavy = [Pattern::Family(MaskFamily::Zipf(0.1)), Pattern::Family(MaskFamily::BigBird), Pattern::Skewed(0.15, 5, 0.6)];
+    let mut i = 0;
+    for (bs, m) in [(64usize, 2u32), (32, 2), (32, 4), (16, 8)] {
+        for &pat in &heavy {
+            let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][i % 4];
+            let ab = if i % 3 == 1 { (0.5, 1.5) } else { (1.0, 0.0) };
+            // Streams of Aᵀ merge on the Hopper tiles in pairs only (64- and 32-row blocks).
+            let ops = if m == 2 {
+                [plain, Op::Spmm { op_a: N, b: C, c: C }, Op::Spmm { op_a: T, b: R, c: R }, Op::DenseSparse { x: R, op_a: N, c: C }]
+            } else {
+                [plain, Op::Spmm { op_a: N, b: C, c: C }, Op::DenseSparse { x: C, op_a: T, c: R }, Op::DenseSparse { x: R, op_a: T, c: C }]
+            };
+            let op = ops[i % ops.len()];
+            let rows = if bs == 16 { 64 } else { 33 };
+            // N of 264 - 8 j: the 256-wide wgmma tiles are the cost model's choice.
+            v.push(op, (rows * bs, 24 * bs, 264 - 8 * (i % 3)), (bs, bs), dt, pat, ab, 1 + i % 2);
+            v.merged(m);
+            v.reordered();
+            i += 1;
         }
     }
     let mut i = 0;
@@ -800,7 +836,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 });
             }
             let plan_with = |merge_rows: Option<u32>| {
-                let opts = PlanOptions { merge_rows, ..Default::default() };
+                let opts = PlanOptions { merge_rows, reorder_rows: c.reorder, ..Default::default() };
                 if spmm_side {
                     ctx.plan_spmm_with(&a_dev, op_a, n_out, &opts)
                 } else {
@@ -819,6 +855,23 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 && plan.merged_rows() != m as usize
             {
                 return Err(format!("asked for {m} rows merged per tile, the plan merged {}", plan.merged_rows()));
+            }
+            // A merged plan asked to reorder must do so where at least two stream rows are
+            // heavy (twice the mean length over the non-empty rows), and only then.
+            if c.reorder == Some(true) && plan.merged_rows() > 1 {
+                let (gr, gc) = (c.sm / c.bm, c.sk / c.bk);
+                let streams_rows = matches!(c.op, Op::Spmm { op_a: Transpose::No, .. } | Op::DenseSparse { op_a: Transpose::Yes, .. });
+                let lens: Vec<usize> = if streams_rows {
+                    (0..gr).map(|r| (0..gc).filter(|&k| mask[r * gc + k]).count()).collect()
+                } else {
+                    (0..gc).map(|k| (0..gr).filter(|&r| mask[r * gc + k]).count()).collect()
+                };
+                let nonempty = lens.iter().filter(|&&l| l > 0).count().max(1);
+                let heavy = (2 * lens.iter().sum::<usize>()).div_ceil(nonempty).max(1);
+                let expect = lens.iter().filter(|&&l| l >= heavy).count() >= 2;
+                if plan.reordered() != expect {
+                    return Err(format!("reorder asked: plan reordered {}, heavy stream rows {expect}", plan.reordered()));
+                }
             }
             kernel = crate::plan_label(&plan);
             for _ in 0..2 {

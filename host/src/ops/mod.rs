@@ -43,9 +43,10 @@ impl Transpose {
 /// `docs/perf-notes.md` chose; every field is optional.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PlanOptions {
-    /// SpMM: how many N tiles the plan walks together, row by row (each group re-reads A once,
-    /// and the thread blocks running at one time share its B columns in L2). Default: as many
-    /// `K × tn` strips of B as fit in a sixth of the L2 cache.
+    /// SpMM and SpGEMM: how many N tiles the plan walks together, row by row (each group
+    /// re-reads A once, and the thread blocks running at one time share its B columns in L2).
+    /// Default: as many `K × tn` strips of B (of B's stored blocks, for SpGEMM) as fit in a
+    /// sixth of the L2 cache.
     pub n_tile_group: Option<u32>,
     /// SpMM and dense × sparse: how many adjacent rows of the stream of A's blocks (block rows
     /// of op(A) as the kernel streams it) share one output tile, over the union of their block
@@ -66,6 +67,14 @@ pub struct PlanOptions {
     ///
     /// [`Error::UnsupportedMerge`]: crate::Error::UnsupportedMerge
     pub merge_rows: Option<u32>,
+    /// SpMM and dense × sparse, merged plans: whether the planner may merge the rows of the
+    /// stream in another order than A's, the heavy rows (at least twice the mean length) first
+    /// and longest first, so that full rows share a tile with full rows rather than with their
+    /// light neighbours (heavy-tailed row lengths, the global rows of BigBird-like masks). C is
+    /// written in A's order either way. `None`: where the cost model prefers it; `Some(false)`:
+    /// never; `Some(true)`: always where some rows are heavy (a merged plan only: with
+    /// `merge_rows: Some(1)` there is nothing to reorder).
+    pub reorder_rows: Option<bool>,
 }
 
 /// The kernel family and tile a plan launches.
@@ -118,6 +127,7 @@ fn dense_out(c: u64, cs: &MatShape, alpha: f32, beta: f32) -> Result<DenseOut> {
         col_major: if cs.layout == Layout::ColMajor { flags::C_COL_MAJOR } else { 0 },
         alpha,
         beta,
+        ..Default::default()
     })
 }
 

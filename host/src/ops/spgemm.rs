@@ -30,7 +30,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::{TileChoice, c_store_map, check_scalars, dense_out, expect, expect_batch, to_u32};
+use super::{PlanOptions, TileChoice, c_store_map, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::bsr::BlockShape;
 use crate::context::Context;
 use crate::device_bsr::{DeviceBsr, Pattern};
@@ -196,7 +196,7 @@ impl Layout2 {
 struct Records {
     /// `(records, groups, 1 + j_per_tile)` words (one group before [`zip_groups`]).
     words: Vec<u32>,
-    /// Per tile, in row order: (block row, tile index in the row (a dense C's N tile), first C
+    /// Per tile, in row order (until [`group_tiles_by_columns`]): (block row, tile index in the row (a dense C's N tile), first C
     /// block, one past the last (block-sparse C), first record, one past the last).
     tiles: Vec<[u32; 6]>,
     n_records: usize,
@@ -448,6 +448,23 @@ impl Context {
     /// block can make NaN (0 · Inf) in other C blocks of the same tile. With finite inputs the
     /// result is the plain sum over pairs.
     pub fn plan_spgemm<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: SpgemmOutput) -> Result<SpgemmPlan> {
+        self.plan_spgemm_with(a, b, out, &PlanOptions::default())
+    }
+
+    /// [`Context::plan_spgemm`] with tuning knobs: [`PlanOptions::n_tile_group`] sets how many
+    /// output tiles of a block row the plan walks together. SpGEMM does not merge block rows:
+    /// [`PlanOptions::merge_rows`] other than `None` or `Some(1)` is
+    /// [`Error::UnsupportedMerge`].
+    pub fn plan_spgemm_with<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        out: SpgemmOutput,
+        opts: &PlanOptions,
+    ) -> Result<SpgemmPlan> {
+        if let Some(rows) = opts.merge_rows.filter(|&m| m != 1) {
+            return Err(Error::UnsupportedMerge { rows, why: "the BSR x BSR planner does not merge block rows (only 1)".into() });
+        }
         let (sym, choice) = self.spgemm_symbolic(a, b, &out)?;
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
         let (_, tn) = choice.shape();
@@ -464,7 +481,26 @@ impl Context {
             _ => None,
         };
         let c_grid = c_pattern.as_deref().map(grid);
-        let rec = zip_groups(walk(&ga, &gb, c_grid.as_ref(), &layout, true)?, &layout, true)?;
+        let mut rec = zip_groups(walk(&ga, &gb, c_grid.as_ref(), &layout, true)?, &layout, true)?;
+        // Walk the tiles in groups of block columns whose B strips fit a sixth of L2 (as SpMM's
+        // N-tile groups, perf notes v9 and v22): the thread blocks running at one time then
+        // share those strips of B, and each A row is read from DRAM once per group.
+        let tile_cols = (layout.groups * layout.j_per_tile) as u64;
+        let group_cols = match opts.n_tile_group {
+            Some(g) => g.max(1) as u64 * tile_cols,
+            None => {
+                let b_bytes = b.nnzb() as u64 * (b.block().bm * bn * core::mem::size_of::<T>()) as u64;
+                let per_col = b_bytes.div_ceil(gb.cols.max(1) as u64).max(1);
+                let cols = (self.l2_bytes() as u64 / 6 / per_col).max(1);
+                cols.div_ceil(tile_cols) * tile_cols
+            }
+        };
+        let first_col = |t: &[u32; 6]| match &c_grid {
+            Some(c) if t[2] < t[3] => c.col_idx[t[2] as usize] as u64,
+            Some(_) => 0,
+            None => t[1] as u64 * tile_cols,
+        };
+        group_tiles_by_columns(&mut rec.tiles, first_col, group_cols);
         let key = KernelKey { op: OpKind::Spgemm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE };
         let kernel = self.kernels.get(key)?;
         let resident = self.resident_blocks(choice, kernel)?;
@@ -667,10 +703,23 @@ impl Context {
     }
 }
 
+/// Orders an SpGEMM plan's tiles (listed row by row) in groups of `group_cols` block columns
+/// of C, by their first column: group by group, and within a group row by row, every other
+/// group's rows backwards (a group starts on the A rows its predecessor read last); a row's
+/// tiles of one group keep their order.
+fn group_tiles_by_columns(tiles: &mut [[u32; 6]], first_col: impl Fn(&[u32; 6]) -> u64, group_cols: u64) {
+    let group_cols = group_cols.max(1);
+    tiles.sort_by_cached_key(|t| {
+        let g = first_col(t) / group_cols;
+        let row = t[0] as u64;
+        (g, if g.is_multiple_of(2) { row } else { u64::MAX - row })
+    });
+}
+
 /// The work list of an SpGEMM plan: one item per output tile and matrix, with the tiles whose
 /// records would dominate the launch (more than twice a resident thread block's fair share, and
 /// at least 8 stages) split into near-equal pieces summed by the fix-up kernel in piece order.
-/// Items are ordered matrix by matrix, row by row (the tiles of one row read the same A blocks);
+/// Items are ordered matrix by matrix, in the order of `tiles` ([`group_tiles_by_columns`]);
 /// the longest pieces come first where lengths differ a lot.
 fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32) -> Result<WorkList> {
     let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;

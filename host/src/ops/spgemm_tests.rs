@@ -405,6 +405,50 @@ fn split_tiles_covers_every_tile_once() {
     assert!(splits > 0, "seed {seed}: some tiles were split");
 }
 
+/// group_tiles_by_columns: a permutation of the tiles, in groups of columns ascending, rows
+/// ascending in even groups and descending in odd ones, a row's tiles of a group in order.
+#[test]
+fn tiles_are_walked_in_column_groups() {
+    let seed = seed("tiles_are_walked_in_column_groups");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for case in 0..60 {
+        let (mb, kb, nb) = (rng.random_range(1..12usize), rng.random_range(1..20usize), rng.random_range(1..40usize));
+        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
+        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        for (name, c) in c_patterns(&a, &b, &mut rng) {
+            let cp = c.as_ref().map(Grid::pattern);
+            let jt = [1usize, 2, 4][case % 3];
+            let rec =
+                walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { j_per_tile: jt, dense: c.is_none(), groups: 1 }, true).unwrap();
+            let first_col = |t: &[u32; 6]| match &cp {
+                Some(p) if t[2] < t[3] => p.col_idx[t[2] as usize] as u64,
+                Some(_) => 0,
+                None => (t[1] as usize * jt) as u64,
+            };
+            for group_cols in [1u64, 3, 8, 1000] {
+                let what = format!("seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, j_per_tile {jt}, {group_cols} columns");
+                let mut tiles = rec.tiles.clone();
+                group_tiles_by_columns(&mut tiles, first_col, group_cols);
+                let mut sorted = tiles.clone();
+                sorted.sort();
+                let mut orig = rec.tiles.clone();
+                orig.sort();
+                assert_eq!(sorted, orig, "{what}: a permutation");
+                let key = |t: &[u32; 6]| {
+                    let g = first_col(t) / group_cols;
+                    (g, if g.is_multiple_of(2) { t[0] as i64 } else { -(t[0] as i64) })
+                };
+                for w in tiles.windows(2) {
+                    assert!(key(&w[0]) <= key(&w[1]), "{what}: {:?} before {:?}", w[0], w[1]);
+                    if key(&w[0]) == key(&w[1]) {
+                        assert!(w[0][1] < w[1][1], "{what}: a row's tiles in order");
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn one_long_row_is_split_and_runs_first() {
     // A: 64 block rows; row 17 holds all 300 block columns, the others one each. B: one block

@@ -74,6 +74,10 @@ pub struct SpmmPlan {
     /// Aᵀ or a merged plan: per stream position, the K-block index and the block of each
     /// merged row (`1 << merge_log2` words, `NO_BLOCK` where the row has none).
     stream: Option<(CudaSlice<u32>, CudaSlice<u32>)>,
+    /// A reordered plan: per stream row (in the plan's order), the row of op(A) it is (C's
+    /// row block); rows of `1 << row_unit_log2` elements.
+    row_map: Option<CudaSlice<u32>>,
+    row_unit_log2: u32,
 }
 
 impl SpmmPlan {
@@ -104,10 +108,18 @@ impl SpmmPlan {
     pub fn merged_rows(&self) -> usize {
         1 << self.merge_log2
     }
+    /// Whether the plan merges the block rows of op(A) in another order than A's (the heavy
+    /// rows first, so that they share tiles: [`PlanOptions::reorder_rows`]); C is written in
+    /// A's order either way.
+    pub fn reordered(&self) -> bool {
+        self.row_map.is_some()
+    }
     /// Bytes of device memory the plan holds (work list, transposed or merged stream,
     /// workspace).
     pub fn device_bytes(&self) -> usize {
-        self.device.bytes() + self.stream.as_ref().map_or(0, |(a, b)| 4 * (a.len() + b.len()))
+        self.device.bytes()
+            + self.stream.as_ref().map_or(0, |(a, b)| 4 * (a.len() + b.len()))
+            + self.row_map.as_ref().map_or(0, |m| 4 * m.len())
     }
 }
 
@@ -194,29 +206,50 @@ impl Context {
             }
         };
         let block_of = |q: usize| perm.as_ref().map_or(q as u32, |p| p[q]);
+        // The stream rows in another order for merged plans: the heavy ones first, longest
+        // first, so that they share tiles (crate `merge`, `heavy_rows_first`); None where no
+        // row is heavy.
+        let reorder = match opts.reorder_rows {
+            Some(false) => None,
+            _ => heavy_rows_first(&row_ptr),
+        };
+        let reordered = reorder.as_ref().map(|order| permute_stream(&row_ptr, &kidx, order));
         // The plan: unmerged, or the merge asked for or (by default) the one the cost model
-        // (`merge::plan_cost`: L2 traffic plus tensor work) prefers. (A merge too large to hold is no candidate.)
+        // (`merge::plan_cost`: L2 traffic plus tensor work) prefers, of the stream in A's order
+        // or reordered. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
         let cost = |rp: &[u32], choice: TileChoice| tile_cost(rp, kb as u32, choice, n, core::mem::size_of::<T>());
-        let mut best: Option<(TileChoice, u32, f64, Option<Merged>)> = None;
+        let mut best: Option<(TileChoice, u32, f64, Option<Merged>, bool)> = None;
         for &(choice, m) in &candidates {
             if opts.merge_rows.is_some_and(|want| want.max(1) != m) {
                 continue;
             }
-            let (t, merged) = if m == 1 {
-                (cost(&row_ptr, choice), None)
-            } else {
-                match merge_rows(&row_ptr, &kidx, block_of, m as usize) {
-                    Ok(merged) => (cost(&merged.row_ptr, choice), Some(merged)),
-                    Err(e) if opts.merge_rows.is_some() => return Err(e),
-                    Err(_) => continue,
+            for by_len in [false, true] {
+                // Asked for, a reordered plan where some rows are heavy (else A's order).
+                let skip_asked = opts.reorder_rows.is_some_and(|want| want != by_len) && (by_len || reordered.is_some());
+                if by_len && m == 1 || skip_asked && m > 1 {
+                    continue;
                 }
-            };
-            if best.as_ref().is_none_or(|b| t < b.2) {
-                best = Some((choice, m, t, merged));
+                let (t, merged) = if m == 1 {
+                    (cost(&row_ptr, choice), None)
+                } else {
+                    let merged = match (&reordered, by_len) {
+                        (_, false) => merge_rows(&row_ptr, &kidx, block_of, m as usize),
+                        (Some((rp, kx, pos)), true) => merge_rows(rp, kx, |q| block_of(pos[q] as usize), m as usize),
+                        (None, true) => continue,
+                    };
+                    match merged {
+                        Ok(merged) => (cost(&merged.row_ptr, choice), Some(merged)),
+                        Err(e) if opts.merge_rows.is_some() => return Err(e),
+                        Err(_) => continue,
+                    }
+                };
+                if best.as_ref().is_none_or(|b| t < b.2) {
+                    best = Some((choice, m, t, merged, by_len));
+                }
             }
         }
-        let Some((choice, m, _, merged)) = best else {
+        let Some((choice, m, _, merged, by_len)) = best else {
             let can: Vec<String> = candidates.iter().map(|(_, m)| m.to_string()).collect();
             return Err(Error::UnsupportedMerge {
                 rows: opts.merge_rows.unwrap_or(1),
@@ -230,6 +263,11 @@ impl Context {
             });
         };
         let merge_log2 = m.trailing_zeros();
+        // A reordered plan's C row block of each stream row (the kernels' row map).
+        let row_map = match (by_len, &reorder) {
+            (true, Some(order)) => Some(self.stream().clone_htod(order)?),
+            _ => None,
+        };
         let (row_ptr, stream) = match merged {
             Some(g) => (g.row_ptr, Some((g.kidx, g.blocks))),
             None => (row_ptr, perm.map(|p| (kidx, p))),
@@ -292,6 +330,8 @@ impl Context {
             device,
             merge_log2,
             stream: stream_dev,
+            row_map,
+            row_unit_log2: rb.trailing_zeros(),
         })
     }
 
@@ -504,7 +544,12 @@ impl Context {
         let (b_ptr, _gb) = b.device_ptr(stream);
         let (c_ptr, _gc) = c.device_ptr_mut(stream);
         // (C's rows and columns are M and N: checked above.)
-        let out = dense_out(c_ptr, &cs, alpha, beta)?;
+        let mut out = dense_out(c_ptr, &cs, alpha, beta)?;
+        let map_guard = plan.row_map.as_ref().map(|m| m.device_ptr(stream));
+        if let Some((map, _)) = &map_guard {
+            out.row_map = *map;
+            out.row_unit_log2 = plan.row_unit_log2;
+        }
         let a_stride = a.values_per_matrix();
         let params = SpmmParams {
             work,
@@ -563,6 +608,44 @@ impl Context {
         plan.device.launch_fixup(stream, fixup, work.partials, choice.shape(), FIXUP_TO_DENSE, out, BlockOut::default())?;
         workspace.release()
     }
+}
+
+/// The order in which a reordered plan merges the stream rows `row_ptr` delimits: the heavy
+/// rows (at least twice the mean length over the non-empty rows, as the planner's heavy items)
+/// first, longest first, then the others in A's order; `None` when fewer than two rows are
+/// heavy (nothing to bring together). Full rows then share a tile with other full rows
+/// instead of with their light neighbours (heavy-tailed and BigBird-like masks).
+fn heavy_rows_first(row_ptr: &[u32]) -> Option<Vec<u32>> {
+    let rows = row_ptr.len().saturating_sub(1);
+    let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as u64;
+    let nonempty = (0..rows).filter(|&r| len(r) > 0).count().max(1) as u64;
+    let total: u64 = (0..rows).map(len).sum();
+    let heavy = (2 * total).div_ceil(nonempty).max(1);
+    let mut order: Vec<u32> = (0..rows as u32).collect();
+    if order.iter().filter(|&&r| len(r as usize) >= heavy).count() < 2 {
+        return None;
+    }
+    // Stable: heavy rows by decreasing length, then the rest in their order.
+    order.sort_by_key(|&r| {
+        let l = len(r as usize);
+        if l >= heavy { u64::MAX - l } else { u64::MAX }
+    });
+    Some(order)
+}
+
+/// The stream rows in `order`: their `row_ptr`, K indices and, per position, the position in
+/// the original stream.
+fn permute_stream(row_ptr: &[u32], kidx: &[u32], order: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let mut rp = Vec::with_capacity(order.len() + 1);
+    let (mut kx, mut pos) = (Vec::with_capacity(kidx.len()), Vec::with_capacity(kidx.len()));
+    rp.push(0);
+    for &r in order {
+        let (lo, hi) = (row_ptr[r as usize], row_ptr[r as usize + 1]);
+        kx.extend_from_slice(&kidx[lo as usize..hi as usize]);
+        pos.extend(lo..hi);
+        rp.push(kx.len() as u32);
+    }
+    (rp, kx, pos)
 }
 
 /// The TMA map of a dense view: (contiguous extent, strided extent, batch), box `boxdim`.

@@ -10,7 +10,7 @@
 use blocksparse_abi::{DenseOut, WorkParams};
 
 use crate::dtype::Output;
-use crate::ptx::{movmatrix_trans, opaque, shfl_xor, st_global_f32x2, st_global_u16, st_global_v4_u32};
+use crate::ptx::{ld_global_nc_u32, movmatrix_trans, opaque, shfl_xor, st_global_f32x2, st_global_u16, st_global_v4_u32};
 
 /// Where a tile's elements go: element addresses in tile coordinates. Runs of 8 columns
 /// starting at a multiple of 8 are contiguous and 16-byte aligned in row-major destinations,
@@ -77,15 +77,38 @@ pub struct DenseDest {
     beta: f32,
 }
 
+/// C's row of tile-space row `row` of `out`: `row` itself, or through the plan's row map
+/// ([`DenseOut::row_map`]).
+#[inline(always)]
+pub unsafe fn c_row(out: &DenseOut, row: u32) -> u32 {
+    if out.row_map == 0 {
+        row
+    } else {
+        let u = out.row_unit_log2;
+        let block = unsafe { ld_global_nc_u32((out.row_map as *const u32).wrapping_add((row >> u) as usize)) };
+        block << u | (row & ((1 << u) - 1))
+    }
+}
+
 impl DenseDest {
     /// The tile of `out` whose element (0, 0) is `C(row0, col0)` of matrix `batch`.
     #[inline(always)]
     pub fn tile<O: Output>(out: &DenseOut, batch: u32, row0: u32, col0: u32) -> Self {
+        Self::tile_from::<O>(out, batch, row0, 0, col0)
+    }
+
+    /// The tile of `out` whose element (`local`, 0) is `C(row, col0)` of matrix `batch`: a
+    /// caller whose rows `local ..` lie in one stream row of a row-mapped C (`row` from
+    /// [`c_row`]) addresses them in tile coordinates.
+    #[inline(always)]
+    pub fn tile_from<O: Output>(out: &DenseOut, batch: u32, row: u32, local: u32, col0: u32) -> Self {
         let col_major = out.col_major != 0;
         let ld = opaque(out.ld);
         let (rs, cs) = if col_major { (1, ld) } else { (ld, 1) };
-        let off = batch as u64 * out.batch_stride + row0 as u64 * rs as u64 + col0 as u64 * cs as u64;
-        let base = out.c + off * core::mem::size_of::<O::Elem>() as u64;
+        // Row `row - local` may lie before C (wrapping): only rows from `local` on are addressed.
+        let rows = (row as u64).wrapping_sub(local as u64);
+        let off = (batch as u64 * out.batch_stride).wrapping_add(rows.wrapping_mul(rs as u64)).wrapping_add(col0 as u64 * cs as u64);
+        let base = out.c.wrapping_add(off.wrapping_mul(core::mem::size_of::<O::Elem>() as u64));
         // (Written out rather than `saturating_sub`: the same value, and the PTX of the validated
         // build.)
         #[allow(clippy::implicit_saturating_sub)]

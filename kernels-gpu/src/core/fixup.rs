@@ -7,13 +7,13 @@
 //! for (r, c) in tile with column < cols:
 //!     s = sum over slot in first_slot..first_slot+n_slots of partials[slot][r][c]
 //!     dense:  C[tile_row*tm + r][n_tile*tn + c] = alpha*s + beta*C[..][..]     (either C layout,
-//!             rows < M only)
+//!             rows < M only; the row through the plan's row map, if any)
 //!     blocks: values[blk_begin + c/bn][r][c%bn] = alpha*s + beta*values[..][..][..]
 //! ```
 
 use blocksparse_abi::{FIXUP_SPAN, FIXUP_TO_BLOCKS, FixupParams, SplitGroup, fixup_parts};
 
-use crate::core::epilogue::{BlockDest, DenseDest, Dest};
+use crate::core::epilogue::{BlockDest, DenseDest, Dest, c_row};
 use crate::dtype::Output;
 use crate::ptx::{block_idx, ld_global_nc_u32, ld_global_v4_f32, thread_idx};
 
@@ -41,12 +41,13 @@ pub unsafe fn run<O: Output>(p: &FixupParams) {
         let dest = BlockDest::blocks::<O>(values, g.blk_begin, g.blk_end - g.blk_begin, 1 << b.bm_log2, b.bn_log2, 0, b.alpha, b.beta);
         unsafe { sum4::<O, _>(p, &g, &dest, e) }
     } else {
-        let row0 = g.tile_row * p.tm;
+        let row = g.tile_row * p.tm + e / p.tn;
         // Rows of a merged SpMM tile past the last stream row do not exist.
-        if row0 + e / p.tn >= p.out.rows {
+        if row >= p.out.rows {
             return;
         }
-        let dest = DenseDest::tile::<O>(&p.out, g.batch, row0, g.n_tile * p.tn);
+        // This thread's row, through the row map of a reordered SpMM plan.
+        let dest = DenseDest::tile_from::<O>(&p.out, g.batch, unsafe { c_row(&p.out, row) }, e / p.tn, g.n_tile * p.tn);
         unsafe { sum4::<O, _>(p, &g, &dest, e) }
     }
 }

@@ -26,7 +26,7 @@
 
 use blocksparse_abi::{BOX, C_CHUNK_BYTES, DenseOut, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
 
-use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_partial_strip, store_strip, store_strip_one_body};
+use crate::core::epilogue::{BlockDest, CStage, DenseDest, c_row, partial_tile, store_partial_strip, store_strip, store_strip_one_body};
 use crate::core::ring::{MbarRing, PipelineState};
 use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
@@ -153,11 +153,15 @@ impl Consumer {
     pub unsafe fn store_dense<O: Output>(&self, out: &DenseOut, item: &WorkItem, acc: &[f32; 128]) {
         let t = self.t;
         let (row0, col0) = (item.tile_row * t.tm + self.wm * WG_M, item.n_tile * t.tn() + self.wn * WG_N);
-        let d = DenseDest::tile::<O>(out, item.batch, row0, col0);
-        if t.c_buffers > 0 && out.col_major == 0 {
+        if t.c_buffers > 0 && out.col_major == 0 && out.row_map == 0 {
+            let d = DenseDest::tile::<O>(out, item.batch, row0, col0);
             unsafe { self.stage.store::<O, _, 128>(&d, acc, col0, row0, item.batch, self.lt) };
         } else {
-            unsafe { store_strip::<O, _, 32>(&d, 16 * (self.lt / 32), 0, self.lt % 32, Self::frag(acc)) };
+            // Each warp's 16 rows lie in one stream row (of at least 16 rows): a row-mapped C
+            // is addressed per warp.
+            let wr = 16 * (self.lt / 32);
+            let d = DenseDest::tile_from::<O>(out, item.batch, unsafe { c_row(out, row0 + wr) }, wr, col0);
+            unsafe { store_strip::<O, _, 32>(&d, wr, 0, self.lt % 32, Self::frag(acc)) };
         }
     }
 

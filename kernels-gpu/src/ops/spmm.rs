@@ -27,10 +27,12 @@
 //!     acc = Σ_{q in q0..q1, perm[q·m + h] != NO_BLOCK} Σ_kk a(perm[q·m + h], i, kk) · opB[kidx[q]·kb + kk][j]
 //!     C[b][r*tm + h*rb + i][j] = alpha*acc + beta*C[..][..]       (rows < M only)
 //! ```
+//! A reordered plan (`out.row_map`, see `DenseOut`) writes tile row `r*tm + h*rb + i` to C's
+//! row `row_map[r*m + h]*rb + i` instead: its stream rows are A's in another order.
 
 use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_BLOCK, NO_SLOT, SpmmParams, WorkItem, flags};
 
-use crate::core::epilogue::{DenseDest, partial_tile};
+use crate::core::epilogue::{DenseDest, c_row, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
@@ -192,11 +194,12 @@ impl PortableOp for Spmm {
         if item.partial_slot == NO_SLOT {
             let row0 = item.tile_row * t.tm + w.row0;
             // The rows of a merged tile past the last stream row do not exist (the planner
-            // merges only where a warp's rows lie inside one stream row).
+            // merges only where a warp's rows lie inside one stream row, so a row-mapped C
+            // maps them whole).
             if row0 >= p.out.rows {
                 return;
             }
-            let d = DenseDest::tile::<O>(&p.out, item.batch, row0, item.n_tile * t.tn + w.col0);
+            let d = DenseDest::tile::<O>(&p.out, item.batch, unsafe { c_row(&p.out, row0) }, item.n_tile * t.tn + w.col0);
             unsafe { w.store::<O, _>(&d, 0, acc) };
         } else {
             unsafe { w.store_partial(partial_tile(&p.work, item.partial_slot, t.tm * t.tn), t.tn, acc) };
