@@ -10,7 +10,8 @@
 //!   chunks whose f32 partial tiles the fix-up kernel sums in a fixed order (no atomics:
 //!   bitwise-reproducible results);
 //! - orders the items longest-first where lengths differ a lot (so a few long rows start early
-//!   instead of finishing last), and otherwise, matrix by matrix, in groups of `tile_group` N
+//!   instead of finishing last; by N-tile group, so that they share B's columns in L2), and
+//!   otherwise, matrix by matrix, in groups of `tile_group` N
 //!   tiles walked row by row, every other group backwards: the thread blocks resident at one
 //!   time share the same columns of B in L2, each row of A is fetched from DRAM at most once per
 //!   group instead of once per N tile, and a group starts on the A rows its predecessor left in
@@ -167,7 +168,7 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
         }
     }
 
-    heavy_first(&mut items, |i| (i.blk_end - i.blk_begin) as u64);
+    heavy_first_by_group(&mut items, tile_group);
     let max_item_blocks = items.iter().map(|i| i.blk_end - i.blk_begin).max().unwrap_or(0);
     Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
 }
@@ -180,6 +181,23 @@ pub(crate) fn heavy_first(items: &mut [WorkItem], len: impl Fn(&WorkItem) -> u64
     items.sort_by_key(|i| {
         let l = len(i);
         if l >= heavy { u64::MAX - l } else { u64::MAX }
+    });
+}
+
+/// [`heavy_first`] for a [`plan_rows`] plan walked in groups of `tile_group` N tiles: the
+/// heavy items first, matrix by matrix and N-tile group by group, longest first within a group;
+/// then the rest in the planned order. The heavy items running at one time then share the B
+/// columns of a few groups instead of reading all of B: with a dozen full rows of 256 blocks
+/// (heavy-tailed 32×32 blocks, 8192³, merged in fours), longest first put all 32 N tiles of
+/// the longest rows in the first wave, which read all of B from DRAM again for every wave of
+/// heavy items (perf notes v22).
+fn heavy_first_by_group(items: &mut [WorkItem], tile_group: u32) {
+    let len = |i: &WorkItem| (i.blk_end - i.blk_begin) as u64;
+    let heavy = heavy_len(items, len);
+    let tile_group = tile_group.max(1);
+    items.sort_by_key(|i| {
+        let l = len(i);
+        if l >= heavy { (0, i.batch, i.n_tile / tile_group, u64::MAX - l) } else { (1, 0, 0, 0) }
     });
 }
 
@@ -656,6 +674,31 @@ mod tests {
                         check_cover(&rp, n_tiles, batch, &w);
                     }
                 }
+            }
+        }
+    }
+
+    /// Heavy items come first, by matrix and N-tile group and then longest first; the light
+    /// ones follow in the planned order.
+    #[test]
+    fn heavy_items_first_by_n_tile_group() {
+        let mut rng = seeded_rng(test_seed("heavy_items_first_by_n_tile_group"));
+        for _ in 0..20 {
+            let lens: Vec<u32> =
+                (0..40).map(|_| if rng.random_bool(0.15) { rng.random_range(20..200) } else { rng.random_range(0..4) }).collect();
+            let rp = row_ptr_from_lens(&lens);
+            for (n_tiles, group) in [(8u32, 2u32), (32, 3), (5, 1)] {
+                let w = plan_rows(spec(&rp, n_tiles, 2, 100_000, group)).unwrap();
+                check_cover(&rp, n_tiles, 2, &w);
+                let len = |i: &WorkItem| (i.blk_end - i.blk_begin) as u64;
+                let heavy = heavy_len(&w.items, len);
+                let first_light = w.items.iter().take_while(|&i| len(i) >= heavy).count();
+                assert!(w.items[first_light..].iter().all(|i| len(i) < heavy), "heavy items first");
+                let key = |i: &WorkItem| (i.batch, i.n_tile / group, u64::MAX - len(i));
+                assert!(w.items[..first_light].windows(2).all(|p| key(&p[0]) <= key(&p[1])), "by matrix, group, length");
+                // The light ones in the planned order: matrix by matrix, group by group.
+                let lkey = |i: &WorkItem| (i.batch, i.n_tile / group);
+                assert!(w.items[first_light..].windows(2).all(|p| lkey(&p[0]) <= lkey(&p[1])), "light items as planned");
             }
         }
     }

@@ -134,9 +134,14 @@ fn dense_out(c: u64, cs: &MatShape, alpha: f32, beta: f32) -> Result<DenseOut> {
 /// The TMA map a Hopper tile stores a dense C through: its `(WG_M, 128 bytes)` staging chunks,
 /// for tiles that have them and a row-major C; zeros (unused) otherwise.
 fn c_store_map<O: Element>(c: u64, cs: &MatShape, tile: WgmmaTile) -> Result<[u64; 16]> {
+    c_store_map_rows::<O>(c, cs, tile, WG_M)
+}
+
+/// [`c_store_map`] with boxes of `rows` rows (a row-mapped C: one stream row per store).
+fn c_store_map_rows<O: Element>(c: u64, cs: &MatShape, tile: WgmmaTile, rows: u32) -> Result<[u64; 16]> {
     if tile.c_buffers > 0 && cs.layout == Layout::RowMajor {
         let ce = core::mem::size_of::<O>() as u32;
-        spmm::dense_map::<O>(c, cs, [128 / ce, WG_M])
+        spmm::dense_map::<O>(c, cs, [128 / ce, rows])
     } else {
         Ok([0; 16])
     }

@@ -26,7 +26,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::{PlanOptions, TileChoice, Transpose, c_store_map, check_dim, check_scalars, dense_out, expect, expect_batch, to_u32};
+use super::{PlanOptions, TileChoice, Transpose, c_store_map_rows, check_dim, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::context::Context;
 use crate::device_bsr::{DeviceBsr, Pattern};
 use crate::element::{Element, InputElement};
@@ -598,7 +598,9 @@ impl Context {
                 // B: (ks, 64) boxes, rows along N (row-major) or along K (column-major).
                 let b_box = if bs.layout == Layout::RowMajor { [BOX, t.ks] } else { [t.ks, BOX] };
                 let tmap_b = dense_map::<T>(b_ptr, &bs, b_box)?;
-                let tmap_c = c_store_map::<O>(c_ptr, &cs, t)?;
+                // A row-mapped C leaves in one TMA store per stream row (of at least 16 rows).
+                let c_rows = if plan.row_map.is_some() { 1 << plan.row_unit_log2 } else { WG_M };
+                let tmap_c = c_store_map_rows::<O>(c_ptr, &cs, t, c_rows)?;
                 let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
                 // SAFETY: as above; the tensor maps describe exactly the A values, B and C
                 // allocations (shapes and pitches checked), and out-of-range boxes read zeros.

@@ -457,13 +457,17 @@ impl CStage {
     /// rounded values into a free staging chunk, and thread 0 of the warpgroup issues one TMA
     /// store of it. The stores complete asynchronously while the warpgroup goes on to the next
     /// item; a chunk is rewritten only after the store two chunks back has read it. `d` is the
-    /// fragment's destination (for beta and the column limit); `(gcol0, grow0, batch)` the C
-    /// coordinates of its element (0, 0). Must be called by all 128 threads of the warpgroup;
-    /// thread 0 must call [`CStage::drain`] before the kernel exits.
+    /// destination of each warp's rows (for beta and the column limit); `(gcol0, grow0, batch)`
+    /// the coordinates of the fragment's element (0, 0), `grow0` in tile rows: with a row map
+    /// (`out`'s, [`DenseOut::row_map`]) each stream row of the fragment is its own TMA store,
+    /// whose box (C's tensor map) is one stream row tall. Must be called by all 128 threads of
+    /// the warpgroup; thread 0 must call [`CStage::drain`] before the kernel exits.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn store<O: Output, D: Dest<O>, const N_REGS: usize>(
         &self,
         d: &D,
+        out: &DenseOut,
         acc: &[f32; N_REGS],
         gcol0: u32,
         grow0: u32,
@@ -473,20 +477,27 @@ impl CStage {
         unsafe {
             // (f32 C keeps one body: two spill under the consumer's register budget.)
             if O::PACK2.is_some() && d.beta() == 0.0 {
-                self.store_chunks::<O, _, N_REGS>(&NoBeta(d), acc, (gcol0, grow0, batch), lt)
+                self.store_chunks::<O, _, N_REGS>(&NoBeta(d), out, acc, (gcol0, grow0, batch), lt)
             } else {
-                self.store_chunks::<O, _, N_REGS>(d, acc, (gcol0, grow0, batch), lt)
+                self.store_chunks::<O, _, N_REGS>(d, out, acc, (gcol0, grow0, batch), lt)
             }
         }
     }
 
     /// [`CStage::store`]'s body.
     #[inline(always)]
-    unsafe fn store_chunks<O: Output, D: Dest<O>, const N_REGS: usize>(&self, d: &D, acc: &[f32; N_REGS], at: (u32, u32, u32), lt: u32) {
+    unsafe fn store_chunks<O: Output, D: Dest<O>, const N_REGS: usize>(
+        &self,
+        d: &D,
+        out: &DenseOut,
+        acc: &[f32; N_REGS],
+        at: (u32, u32, u32),
+        lt: u32,
+    ) {
         let (gcol0, grow0, batch) = at;
         use crate::ptx::st_shared_v2_u32;
         use crate::ptx_sm90::{bulk_commit, bulk_wait_read, fence_proxy_async_smem, named_barrier, stmatrix_x4, tma_store_3d};
-        use blocksparse_abi::C_CHUNK_BYTES;
+        use blocksparse_abi::{C_CHUNK_BYTES, WG_M};
 
         // Per item, so that the shared addresses below are not hoisted out of the item loop.
         let lt = opaque(lt);
@@ -558,7 +569,19 @@ impl CStage {
             fence_proxy_async_smem();
             named_barrier(self.barrier, 128);
             if lt == 0 {
-                unsafe { tma_store_3d(self.tmap, gcol0 + k * chunk_cols, grow0, batch, buf) };
+                if out.row_map == 0 {
+                    unsafe { tma_store_3d(self.tmap, gcol0 + k * chunk_cols, grow0, batch, buf) };
+                } else {
+                    // One store per stream row of the chunk (128-byte rows; a stream row of at
+                    // least 16 rows starts 2 KB in, so the 128-byte swizzle pattern lines up).
+                    let u = out.row_unit_log2;
+                    let mut r = 0;
+                    while r < WG_M {
+                        let row = unsafe { c_row(out, grow0 + r) };
+                        unsafe { tma_store_3d(self.tmap, gcol0 + k * chunk_cols, row, batch, buf + r * 128) };
+                        r += 1 << u;
+                    }
+                }
                 bulk_commit();
             }
             k += 1;

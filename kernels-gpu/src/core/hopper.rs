@@ -153,14 +153,13 @@ impl Consumer {
     pub unsafe fn store_dense<O: Output>(&self, out: &DenseOut, item: &WorkItem, acc: &[f32; 128]) {
         let t = self.t;
         let (row0, col0) = (item.tile_row * t.tm + self.wm * WG_M, item.n_tile * t.tn() + self.wn * WG_N);
-        if t.c_buffers > 0 && out.col_major == 0 && out.row_map == 0 {
-            let d = DenseDest::tile::<O>(out, item.batch, row0, col0);
-            unsafe { self.stage.store::<O, _, 128>(&d, acc, col0, row0, item.batch, self.lt) };
+        // Each warp's 16 rows lie in one stream row (of at least 16 rows): a row-mapped C is
+        // addressed per warp.
+        let wr = 16 * (self.lt / 32);
+        let d = DenseDest::tile_from::<O>(out, item.batch, unsafe { c_row(out, row0 + wr) }, wr, col0);
+        if t.c_buffers > 0 && out.col_major == 0 {
+            unsafe { self.stage.store::<O, _, 128>(&d, out, acc, col0, row0, item.batch, self.lt) };
         } else {
-            // Each warp's 16 rows lie in one stream row (of at least 16 rows): a row-mapped C
-            // is addressed per warp.
-            let wr = 16 * (self.lt / 32);
-            let d = DenseDest::tile_from::<O>(out, item.batch, unsafe { c_row(out, row0 + wr) }, wr, col0);
             unsafe { store_strip::<O, _, 32>(&d, wr, 0, self.lt % 32, Self::frag(acc)) };
         }
     }

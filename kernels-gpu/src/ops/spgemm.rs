@@ -322,13 +322,7 @@ mod hopper {
                 let tile = partial_tile(&p.work, item.partial_slot, t.tm * t.tn());
                 unsafe { store_partial_strip::<32>(tile, t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
             } else if p.to == FIXUP_TO_DENSE {
-                let (row0, col0) = (item.tile_row * t.tm + c.wm * WG_M, item.n_tile * t.tn() + c.wn * WG_N);
-                let d = DenseDest::tile::<O>(&p.out, item.batch, row0, col0);
-                if t.c_buffers > 0 && p.out.col_major == 0 {
-                    unsafe { c.stage.store::<O, _, 128>(&d, acc, col0, row0, item.batch, c.lt) };
-                } else {
-                    unsafe { store_strip::<O, _, 32>(&d, 16 * w, 0, l, frag) };
-                }
+                unsafe { c.store_dense::<O>(&p.out, item, acc) };
             } else {
                 let d = block_dest::<O>(p, item, c.wm * WG_M);
                 unsafe { store_strip::<O, _, 32>(&d, 16 * w, c.wn * WG_N, l, frag) };
