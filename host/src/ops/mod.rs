@@ -72,8 +72,9 @@ pub struct PlanOptions {
     /// and longest first, so that full rows share a tile with full rows rather than with their
     /// light neighbours (heavy-tailed row lengths, the global rows of BigBird-like masks). C is
     /// written in A's order either way. `None`: where the cost model prefers it; `Some(false)`:
-    /// never; `Some(true)`: always where some rows are heavy (a merged plan only: with
-    /// `merge_rows: Some(1)` there is nothing to reorder).
+    /// never; `Some(true)`: every merged candidate is reordered wherever at least two rows are
+    /// heavy (in A's order otherwise). Whether the plan merges at all is still `merge_rows`'
+    /// or the cost model's choice; an unmerged plan has nothing to reorder.
     pub reorder_rows: Option<bool>,
 }
 
