@@ -174,39 +174,39 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
 }
 
 /// Moves the items whose length is at least twice the mean over the non-empty ones to the
-/// front, longest first (a few long items start early instead of finishing last); the stable
-/// sort keeps the planned order among the rest.
-pub(crate) fn heavy_first(items: &mut [WorkItem], len: impl Fn(&WorkItem) -> u64) {
+/// front, ordered by `group` and longest first within a group (a few long items start early
+/// instead of finishing last); the stable sort keeps the planned order among the rest.
+pub(crate) fn heavy_first(items: &mut [WorkItem], len: impl Fn(&WorkItem) -> u64, group: impl Fn(&WorkItem) -> u64) {
     let heavy = heavy_len(items, &len);
     items.sort_by_key(|i| {
         let l = len(i);
-        if l >= heavy { u64::MAX - l } else { u64::MAX }
+        if l >= heavy { (0, group(i), u64::MAX - l) } else { (1, 0, 0) }
     });
 }
 
 /// [`heavy_first`] for a [`plan_rows`] plan walked in groups of `tile_group` N tiles: the
-/// heavy items first, matrix by matrix and N-tile group by group, longest first within a group;
-/// then the rest in the planned order. The heavy items running at one time then share the B
-/// columns of a few groups instead of reading all of B: with a dozen full rows of 256 blocks
-/// (heavy-tailed 32×32 blocks, 8192³, merged in fours), longest first put all 32 N tiles of
-/// the longest rows in the first wave, which read all of B from DRAM again for every wave of
-/// heavy items (perf notes v22).
+/// heavy items matrix by matrix and N-tile group by group. The heavy items running at one time
+/// then share the B columns of a few groups instead of reading all of B: with a dozen full rows
+/// of 256 blocks (heavy-tailed 32×32 blocks, 8192³, merged in fours), longest first over the
+/// whole plan put all 32 N tiles of the longest rows in the first wave, which read all of B
+/// from DRAM again for every wave of heavy items (perf notes v22).
 fn heavy_first_by_group(items: &mut [WorkItem], tile_group: u32) {
-    let len = |i: &WorkItem| (i.blk_end - i.blk_begin) as u64;
-    let heavy = heavy_len(items, len);
     let tile_group = tile_group.max(1);
-    items.sort_by_key(|i| {
-        let l = len(i);
-        if l >= heavy { (0, i.batch, i.n_tile / tile_group, u64::MAX - l) } else { (1, 0, 0, 0) }
-    });
+    heavy_first(items, |i| (i.blk_end - i.blk_begin) as u64, |i| (i.batch as u64) << 32 | (i.n_tile / tile_group) as u64);
 }
 
-/// The length from which [`heavy_first`] counts an item as heavy: twice the mean over the
-/// non-empty items (at least 1).
+/// The length from which [`heavy_first`] counts an item as heavy: [`heavy_threshold`] of the
+/// items' lengths.
 fn heavy_len(items: &[WorkItem], len: impl Fn(&WorkItem) -> u64) -> u64 {
-    let nonempty = items.iter().filter(|&i| len(i) > 0).count().max(1) as u64;
-    let mean = items.iter().map(&len).sum::<u64>() / nonempty;
-    (2 * mean).max(1)
+    heavy_threshold(items.iter().map(len))
+}
+
+/// The length from which one of `lens` counts as heavy: twice the mean over the non-empty ones
+/// (the mean rounded down), at least 1. Shared by the planners' heavy items and the reordered
+/// merges' heavy rows.
+pub(crate) fn heavy_threshold(lens: impl Iterator<Item = u64>) -> u64 {
+    let (sum, nonempty) = lens.fold((0u64, 0u64), |(s, n), l| (s + l, n + (l > 0) as u64));
+    (2 * (sum / nonempty.max(1))).max(1)
 }
 
 /// Share of a plan's blocks (numerator, denominator) its heavy items must hold for

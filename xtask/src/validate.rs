@@ -857,7 +857,8 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 return Err(format!("asked for {m} rows merged per tile, the plan merged {}", plan.merged_rows()));
             }
             // A merged plan asked to reorder must do so where at least two stream rows are
-            // heavy (twice the mean length over the non-empty rows), and only then.
+            // heavy (twice the mean length over the non-empty rows, rounded down), and only
+            // then.
             if c.reorder == Some(true) && plan.merged_rows() > 1 {
                 let (gr, gc) = (c.sm / c.bm, c.sk / c.bk);
                 let streams_rows = matches!(c.op, Op::Spmm { op_a: Transpose::No, .. } | Op::DenseSparse { op_a: Transpose::Yes, .. });
@@ -867,7 +868,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                     (0..gc).map(|k| (0..gr).filter(|&r| mask[r * gc + k]).count()).collect()
                 };
                 let nonempty = lens.iter().filter(|&&l| l > 0).count().max(1);
-                let heavy = (2 * lens.iter().sum::<usize>()).div_ceil(nonempty).max(1);
+                let heavy = (2 * (lens.iter().sum::<usize>() / nonempty)).max(1);
                 let expect = lens.iter().filter(|&&l| l >= heavy).count() >= 2;
                 if plan.reordered() != expect {
                     return Err(format!("reorder asked: plan reordered {}, heavy stream rows {expect}", plan.reordered()));

@@ -753,7 +753,7 @@ fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record:
     if items.len() > i32::MAX as usize {
         return Err(Error::TooLarge { what: "work items", value: items.len() });
     }
-    heavy_first(&mut items, |i| (i.k_end - i.k_begin) as u64);
+    heavy_first(&mut items, |i| (i.k_end - i.k_begin) as u64, |_| 0);
     let max_item_blocks = items.iter().map(|i| i.k_end - i.k_begin).max().unwrap_or(0);
     Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
 }

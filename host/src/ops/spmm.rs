@@ -35,7 +35,7 @@ use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::merge::{Merged, merge_rows, tile_cost};
-use crate::plan::{DeviceWork, RowsSpec, WorkList, light_items_in_k_order, plan_rows, row_item_cost, schedule_persistent};
+use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_threshold, light_items_in_k_order, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -206,37 +206,36 @@ impl Context {
             }
         };
         let block_of = |q: usize| perm.as_ref().map_or(q as u32, |p| p[q]);
-        // The stream rows in another order for merged plans: the heavy ones first, longest
-        // first, so that they share tiles (crate `merge`, `heavy_rows_first`); None where no
-        // row is heavy.
-        let reorder = match opts.reorder_rows {
-            Some(false) => None,
-            _ => heavy_rows_first(&row_ptr),
-        };
-        let reordered = reorder.as_ref().map(|order| permute_stream(&row_ptr, &kidx, order));
         // The plan: unmerged, or the merge asked for or (by default) the one the cost model
         // (`merge::plan_cost`: L2 traffic plus tensor work) prefers, of the stream in A's order
         // or reordered. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
+        let allowed = |m: u32| opts.merge_rows.is_none_or(|want| want.max(1) == m);
+        // The stream rows in another order, where a merge may use it: the heavy ones first,
+        // longest first, so that they share tiles (`heavy_rows_first`); None where fewer than
+        // two rows are heavy.
+        let wants_order = opts.reorder_rows != Some(false) && candidates.iter().any(|&(_, m)| m > 1 && allowed(m));
+        let reorder = if wants_order { heavy_rows_first(&row_ptr) } else { None };
+        let reordered = reorder.as_ref().map(|order| permute_stream(&row_ptr, &kidx, order));
+        // The orders a merged candidate is tried in (`false`: A's): both, or the one asked for.
+        let merged_orders: &[bool] = match (&reordered, opts.reorder_rows) {
+            (None, _) => &[false],
+            (Some(_), Some(true)) => &[true],
+            (Some(_), _) => &[false, true],
+        };
         let cost = |rp: &[u32], choice: TileChoice| tile_cost(rp, kb as u32, choice, n, core::mem::size_of::<T>());
         let mut best: Option<(TileChoice, u32, f64, Option<Merged>, bool)> = None;
         for &(choice, m) in &candidates {
-            if opts.merge_rows.is_some_and(|want| want.max(1) != m) {
+            if !allowed(m) {
                 continue;
             }
-            for by_len in [false, true] {
-                // Asked for, a reordered plan where some rows are heavy (else A's order).
-                let skip_asked = opts.reorder_rows.is_some_and(|want| want != by_len) && (by_len || reordered.is_some());
-                if by_len && m == 1 || skip_asked && m > 1 {
-                    continue;
-                }
+            for &by_len in if m == 1 { &[false][..] } else { merged_orders } {
                 let (t, merged) = if m == 1 {
                     (cost(&row_ptr, choice), None)
                 } else {
                     let merged = match (&reordered, by_len) {
-                        (_, false) => merge_rows(&row_ptr, &kidx, block_of, m as usize),
                         (Some((rp, kx, pos)), true) => merge_rows(rp, kx, |q| block_of(pos[q] as usize), m as usize),
-                        (None, true) => continue,
+                        _ => merge_rows(&row_ptr, &kidx, block_of, m as usize),
                     };
                     match merged {
                         Ok(merged) => (cost(&merged.row_ptr, choice), Some(merged)),
@@ -613,16 +612,14 @@ impl Context {
 }
 
 /// The order in which a reordered plan merges the stream rows `row_ptr` delimits: the heavy
-/// rows (at least twice the mean length over the non-empty rows, as the planner's heavy items)
-/// first, longest first, then the others in A's order; `None` when fewer than two rows are
-/// heavy (nothing to bring together). Full rows then share a tile with other full rows
-/// instead of with their light neighbours (heavy-tailed and BigBird-like masks).
+/// rows ([`heavy_threshold`], as the planner's heavy items) first, longest first, then the
+/// others in A's order; `None` when fewer than two rows are heavy (nothing to bring together).
+/// Full rows then share a tile with other full rows instead of with their light neighbours
+/// (heavy-tailed and BigBird-like masks).
 fn heavy_rows_first(row_ptr: &[u32]) -> Option<Vec<u32>> {
     let rows = row_ptr.len().saturating_sub(1);
     let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as u64;
-    let nonempty = (0..rows).filter(|&r| len(r) > 0).count().max(1) as u64;
-    let total: u64 = (0..rows).map(len).sum();
-    let heavy = (2 * total).div_ceil(nonempty).max(1);
+    let heavy = heavy_threshold((0..rows).map(len));
     let mut order: Vec<u32> = (0..rows as u32).collect();
     if order.iter().filter(|&&r| len(r as usize) >= heavy).count() < 2 {
         return None;

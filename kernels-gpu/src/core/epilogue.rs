@@ -80,7 +80,7 @@ pub struct DenseDest {
 /// C's row of tile-space row `row` of `out`: `row` itself, or through the plan's row map
 /// ([`DenseOut::row_map`]).
 #[inline(always)]
-pub unsafe fn c_row(out: &DenseOut, row: u32) -> u32 {
+unsafe fn c_row(out: &DenseOut, row: u32) -> u32 {
     if out.row_map == 0 {
         row
     } else {
@@ -94,14 +94,21 @@ impl DenseDest {
     /// The tile of `out` whose element (0, 0) is `C(row0, col0)` of matrix `batch`.
     #[inline(always)]
     pub fn tile<O: Output>(out: &DenseOut, batch: u32, row0: u32, col0: u32) -> Self {
-        Self::tile_from::<O>(out, batch, row0, 0, col0)
+        Self::at::<O>(out, batch, row0, 0, col0)
     }
 
-    /// The tile of `out` whose element (`local`, 0) is `C(row, col0)` of matrix `batch`: a
-    /// caller whose rows `local ..` lie in one stream row of a row-mapped C (`row` from
-    /// [`c_row`]) addresses them in tile coordinates.
+    /// The tile of `out` whose element (`local`, 0) is tile-space row `row`'s, through the row
+    /// map of a reordered plan ([`DenseOut::row_map`]), at column `col0` of matrix `batch`: a
+    /// caller whose rows `local ..` lie in one stream row addresses them in tile coordinates.
+    /// Without a row map, [`DenseDest::tile`] at row `row - local`.
     #[inline(always)]
-    pub fn tile_from<O: Output>(out: &DenseOut, batch: u32, row: u32, local: u32, col0: u32) -> Self {
+    pub unsafe fn mapped<O: Output>(out: &DenseOut, batch: u32, row: u32, local: u32, col0: u32) -> Self {
+        Self::at::<O>(out, batch, unsafe { c_row(out, row) }, local, col0)
+    }
+
+    /// The tile of `out` whose element (`local`, 0) is `C(row, col0)` of matrix `batch`.
+    #[inline(always)]
+    fn at<O: Output>(out: &DenseOut, batch: u32, row: u32, local: u32, col0: u32) -> Self {
         let col_major = out.col_major != 0;
         let ld = opaque(out.ld);
         let (rs, cs) = if col_major { (1, ld) } else { (ld, 1) };

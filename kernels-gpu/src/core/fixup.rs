@@ -13,7 +13,7 @@
 
 use blocksparse_abi::{FIXUP_SPAN, FIXUP_TO_BLOCKS, FixupParams, SplitGroup, fixup_parts};
 
-use crate::core::epilogue::{BlockDest, DenseDest, Dest, c_row};
+use crate::core::epilogue::{BlockDest, DenseDest, Dest};
 use crate::dtype::Output;
 use crate::ptx::{block_idx, ld_global_nc_u32, ld_global_v4_f32, thread_idx};
 
@@ -47,7 +47,7 @@ pub unsafe fn run<O: Output>(p: &FixupParams) {
             return;
         }
         // This thread's row, through the row map of a reordered SpMM plan.
-        let dest = DenseDest::tile_from::<O>(&p.out, g.batch, unsafe { c_row(&p.out, row) }, e / p.tn, g.n_tile * p.tn);
+        let dest = unsafe { DenseDest::mapped::<O>(&p.out, g.batch, row, e / p.tn, g.n_tile * p.tn) };
         unsafe { sum4::<O, _>(p, &g, &dest, e) }
     }
 }

@@ -26,7 +26,7 @@
 
 use blocksparse_abi::{BOX, C_CHUNK_BYTES, DenseOut, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
 
-use crate::core::epilogue::{BlockDest, CStage, DenseDest, c_row, partial_tile, store_partial_strip, store_strip, store_strip_one_body};
+use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_partial_strip, store_strip, store_strip_one_body};
 use crate::core::ring::{MbarRing, PipelineState};
 use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
@@ -156,7 +156,7 @@ impl Consumer {
         // Each warp's 16 rows lie in one stream row (of at least 16 rows): a row-mapped C is
         // addressed per warp.
         let wr = 16 * (self.lt / 32);
-        let d = DenseDest::tile_from::<O>(out, item.batch, unsafe { c_row(out, row0 + wr) }, wr, col0);
+        let d = unsafe { DenseDest::mapped::<O>(out, item.batch, row0 + wr, wr, col0) };
         if t.c_buffers > 0 && out.col_major == 0 {
             unsafe { self.stage.store::<O, _, 128>(&d, out, acc, col0, row0, item.batch, self.lt) };
         } else {

@@ -32,7 +32,7 @@
 
 use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_BLOCK, NO_SLOT, SpmmParams, WorkItem, flags};
 
-use crate::core::epilogue::{DenseDest, c_row, partial_tile};
+use crate::core::epilogue::{DenseDest, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
@@ -199,7 +199,7 @@ impl PortableOp for Spmm {
             if row0 >= p.out.rows {
                 return;
             }
-            let d = DenseDest::tile::<O>(&p.out, item.batch, unsafe { c_row(&p.out, row0) }, item.n_tile * t.tn + w.col0);
+            let d = unsafe { DenseDest::mapped::<O>(&p.out, item.batch, row0, 0, item.n_tile * t.tn + w.col0) };
             unsafe { w.store::<O, _>(&d, 0, acc) };
         } else {
             unsafe { w.store_partial(partial_tile(&p.work, item.partial_slot, t.tm * t.tn), t.tn, acc) };
