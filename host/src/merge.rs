@@ -9,7 +9,8 @@
 //! The choice between plans is [`plan_cost`]'s model (perf notes v15, v16): the kernels run
 //! near the L2 roof of their tiles, so the plan that moves the fewest bytes runs fastest, the
 //! zeros of a merged tile counted as traffic that carries no work; and the flops a tile
-//! computes, its zeros included, are weighted in too.
+//! computes, its zeros included, are weighted in too. An item costs at least the store of its
+//! C tile ([`ITEM_FLOOR_PER_C_BYTE`], perf notes v23).
 
 use blocksparse_abi::{BOX, CHUNK_ELEMS, KernelFamily, NO_BLOCK};
 
@@ -69,15 +70,6 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
     Ok(out)
 }
 
-/// Stream positions of the rows `row_ptr` delimits: the sum of their lengths, which is all
-/// the cost model below depends on (it is linear in the rows' lengths).
-fn positions(row_ptr: &[u32]) -> u64 {
-    match (row_ptr.first(), row_ptr.last()) {
-        (Some(&first), Some(&last)) => (last - first) as u64,
-        _ => 0,
-    }
-}
-
 /// The model's L2 traffic, in elements, of streaming rows of `positions` blocks in all (K
 /// blocks of depth `kb`) through `(tm, tn)` output tiles over `n` columns: each stage of each
 /// of the `⌈n / tn⌉` N tiles reads a `(tm, ks)` slice of A, and of B the `(ks, ·)` columns that
@@ -122,20 +114,44 @@ pub(crate) fn plan_cost(
     traffic + bytes_per_flop * flops
 }
 
-/// [`plan_cost`] of streaming the rows `row_ptr` delimits through `choice`'s tile: B read in
-/// TMA boxes and weighted by [`WGMMA_BYTES_PER_FLOP`] on the Hopper kernels, in 16-byte chunks
-/// and by [`MMA_BYTES_PER_FLOP`] on the portable ones.
+/// The least an item costs in [`tile_cost`], in model bytes per byte of C it writes
+/// (`elem_bytes` per element): an item runs at least as long as it takes to write its tile.
+/// Each stream row's [`plan_cost`] is raised to this floor times its `(tm, n)` C rows, which
+/// only matters for rows of a few blocks. The traces of perf notes v22 put such items (one to
+/// four stages) at 5.4–5.9 µs, most of it the C store, as long as eight stages of the 128-row
+/// tile: in model bytes about ten times the C tile. Without the floor, merging light rows in
+/// pairs looked like twice the tensor work, while their time is their stores (heavy-tailed
+/// 64×64: the reordered merge ran 0.28 ms against the unmerged plan's 0.31, and the model
+/// preferred the latter). Every floor from 6 to 17 picks the fastest measured plan of the 16-,
+/// 32- and 64-row candidates in the tests below; 10 sits in the middle (perf notes v23).
+pub(crate) const ITEM_FLOOR_PER_C_BYTE: f64 = 10.0;
+
+/// [`plan_cost`] of streaming the rows `row_ptr` delimits through `choice`'s tile, row by row,
+/// each row at least [`ITEM_FLOOR_PER_C_BYTE`] times the C it writes: B read in TMA boxes
+/// and weighted by [`WGMMA_BYTES_PER_FLOP`] on the Hopper kernels, in 16-byte chunks and by
+/// [`MMA_BYTES_PER_FLOP`] on the portable ones.
 pub(crate) fn tile_cost(row_ptr: &[u32], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {
     let (b_unit, bytes_per_flop) = match choice.family {
         KernelFamily::Hopper => (BOX, WGMMA_BYTES_PER_FLOP),
         KernelFamily::Portable => (CHUNK_ELEMS, MMA_BYTES_PER_FLOP),
     };
-    plan_cost(positions(row_ptr), kb, choice.shape(), b_unit, n, elem_bytes, bytes_per_flop)
+    let (tm, tn) = choice.shape();
+    // The C a stream row's items write: `(tm, n)`.
+    let row_floor = ITEM_FLOOR_PER_C_BYTE * tm as f64 * n as f64 * elem_bytes as f64;
+    row_ptr.windows(2).map(|w| plan_cost((w[1] - w[0]) as u64, kb, (tm, tn), b_unit, n, elem_bytes, bytes_per_flop).max(row_floor)).sum()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Stream positions of the rows `row_ptr` delimits: the sum of their lengths.
+    fn positions(row_ptr: &[u32]) -> u64 {
+        match (row_ptr.first(), row_ptr.last()) {
+            (Some(&first), Some(&last)) => (last - first) as u64,
+            _ => 0,
+        }
+    }
     use crate::pairs::tests::csr;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
@@ -352,6 +368,51 @@ mod tests {
             assert!(
                 ms.is_some_and(|ms| ms <= 1.07 * fastest),
                 "seed {seed}: {bs}x{bs} {}: the model picks {choice}/{m} ({ms:?} ms), the fastest ran {fastest} ms",
+                family.name()
+            );
+        }
+    }
+
+    /// 64×64 blocks: the unmerged 64-row tile against pairs merged on the 128-row tile, in A's
+    /// row order and reordered (heavy rows first), as the planner weighs them, against their
+    /// times measured side by side (H100, 8192³, f16; perf notes v22 and v23: `bench --masks
+    /// --blocks 64 --merge 1,2 --reorder`, the best of the runs; None: no heavy rows to reorder).
+    #[test]
+    fn the_cost_model_picks_the_measured_fastest_64_row_plans() {
+        use crate::ops::spmm::{heavy_rows_first, permute_stream};
+        use blocksparse_abi::wgmma_tile_index;
+        use blocksparse_testkit::testgen::{MaskFamily, seeded_rng};
+        let seed: u64 = rand::random();
+        let hopper = |tm: u32| TileChoice { family: KernelFamily::Hopper, tile: wgmma_tile_index(tm).unwrap() };
+        let (h64, h128) = (hopper(64), hopper(128));
+        // Measured ms: unmerged, pairs in A's order, pairs reordered.
+        let cases = [
+            (MaskFamily::Uniform(0.125), 0.321, 0.480, None),
+            (MaskFamily::Causal, 1.054, 0.778, None),
+            (MaskFamily::Window(8), 0.317, 0.242, None),
+            (MaskFamily::BlockDiagonal(8), 0.238, 0.213, None),
+            (MaskFamily::BigBird, 0.206, 0.223, Some(0.235)),
+            (MaskFamily::Zipf(0.1), 0.311, 0.315, Some(0.279)),
+            (MaskFamily::TopK(16), 0.321, 0.471, None),
+        ];
+        let mut rng = seeded_rng(seed);
+        for (family, plain_ms, merged_ms, reordered_ms) in cases {
+            let (row_ptr, kidx) = csr(&family.mask(128, 128, &mut rng), 128);
+            let plain = tile_cost(&row_ptr, 64, h64, 8192, 2);
+            let merged = tile_cost(&merge_rows(&row_ptr, &kidx, |q| q as u32, 2).unwrap().row_ptr, 64, h128, 8192, 2);
+            let reordered = heavy_rows_first(&row_ptr).map(|order| {
+                let (rp, kx, _) = permute_stream(&row_ptr, &kidx, &order);
+                tile_cost(&merge_rows(&rp, &kx, |q| q as u32, 2).unwrap().row_ptr, 64, h128, 8192, 2)
+            });
+            let mut picks = vec![(plain, Some(plain_ms), "unmerged"), (merged, Some(merged_ms), "merged")];
+            if let Some(r) = reordered {
+                picks.push((r, reordered_ms, "reordered"));
+            }
+            let fastest = picks.iter().filter_map(|p| p.1).fold(f64::INFINITY, f64::min);
+            let &(_, ms, name) = picks.iter().min_by(|a, b| a.0.total_cmp(&b.0)).unwrap();
+            assert!(
+                ms.is_some_and(|ms| ms <= 1.05 * fastest),
+                "seed {seed}: 64x64 {}: the model picks {name} ({ms:?} ms), the fastest ran {fastest} ms (costs {picks:?})",
                 family.name()
             );
         }

@@ -616,7 +616,7 @@ impl Context {
 /// others in A's order; `None` when fewer than two rows are heavy (nothing to bring together).
 /// Full rows then share a tile with other full rows instead of with their light neighbours
 /// (heavy-tailed and BigBird-like masks).
-fn heavy_rows_first(row_ptr: &[u32]) -> Option<Vec<u32>> {
+pub(crate) fn heavy_rows_first(row_ptr: &[u32]) -> Option<Vec<u32>> {
     let rows = row_ptr.len().saturating_sub(1);
     let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as u64;
     let heavy = heavy_threshold((0..rows).map(len));
@@ -634,7 +634,7 @@ fn heavy_rows_first(row_ptr: &[u32]) -> Option<Vec<u32>> {
 
 /// The stream rows in `order`: their `row_ptr`, K indices and, per position, the position in
 /// the original stream.
-fn permute_stream(row_ptr: &[u32], kidx: &[u32], order: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+pub(crate) fn permute_stream(row_ptr: &[u32], kidx: &[u32], order: &[u32]) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
     let mut rp = Vec::with_capacity(order.len() + 1);
     let (mut kx, mut pos) = (Vec::with_capacity(kidx.len()), Vec::with_capacity(kidx.len()));
     rp.push(0);
