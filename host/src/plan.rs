@@ -15,7 +15,8 @@
 //!   tiles walked row by row, every other group backwards: the thread blocks resident at one
 //!   time share the same columns of B in L2, each row of A is fetched from DRAM at most once per
 //!   group instead of once per N tile, and a group starts on the A rows its predecessor left in
-//!   L2. Behind long rows, [`light_items_in_k_order`] orders the rest by K instead.
+//!   L2. (Light items behind long rows keep this order: v18.3 walked them by K instead, which
+//!   measured 0–4 % slower once the long rows ran by N-tile group, perf notes v23.)
 //!
 //! SDDMM ([`plan_blocks`]) runs one item per run of at most `per_item` blocks of a block row;
 //! every item costs the full K, so [`balance_full_k`] splits the K of the items that would run
@@ -207,42 +208,6 @@ fn heavy_len(items: &[WorkItem], len: impl Fn(&WorkItem) -> u64) -> u64 {
 pub(crate) fn heavy_threshold(lens: impl Iterator<Item = u64>) -> u64 {
     let (sum, nonempty) = lens.fold((0u64, 0u64), |(s, n), l| (s + l, n + (l > 0) as u64));
     (2 * (sum / nonempty.max(1))).max(1)
-}
-
-/// Share of a plan's blocks (numerator, denominator) its heavy items must hold for
-/// [`light_items_in_k_order`] to reorder the rest. Between the measured cases of perf notes v21
-/// at 128×128: a heavy prefix of 3 % (one row at twice the mean: causal, some uniform masks)
-/// loses up to 1.45× in K order, 21 % (BigBird-like) is even, 66 % (heavy-tailed) gains.
-pub const K_ORDER_MIN_HEAVY_SHARE: (u64, u64) = (1, 8);
-
-/// For a [`plan_rows`] plan with heavy items (a few long rows, moved to the front): orders the
-/// light items behind them by matrix, then by the K index of their first block (`kidx[p]`:
-/// the K-block index of stream position `p`), empty items last. The heavy items start
-/// together in the first wave and sweep B from K = 0 up; light items in ascending K run
-/// their loads behind that sweep instead of across all of B at every moment (the planned
-/// N-tile-group order). Measured (perf notes v18.3): heavy-tailed rows 2–8 % faster,
-/// BigBird-like unchanged; descending K was up to 1.5× slower.
-///
-/// Only where the heavy items hold at least [`K_ORDER_MIN_HEAVY_SHARE`] of the plan's blocks:
-/// behind a light prefix (one row at twice the mean, as causal masks and some uniform ones
-/// have) most thread blocks run light items, and those read B in L2-sized N-tile groups,
-/// not across all of it (perf notes v21: a uniform 12.5 % mask with one 16-block row at
-/// 128×128, 0.325 ms in K order against 0.222 in its planned order). Other plans (uniform,
-/// banded, causal, block-diagonal, top-k masks) keep their order.
-pub fn light_items_in_k_order(work: &mut WorkList, kidx: &[u32]) {
-    let len = |i: &WorkItem| (i.blk_end - i.blk_begin) as u64;
-    let heavy = heavy_len(&work.items, len);
-    let first_light = work.items.iter().take_while(|&i| len(i) >= heavy).count();
-    let heavy_work: u64 = work.items[..first_light].iter().map(len).sum();
-    let total: u64 = work.items.iter().map(len).sum();
-    let (num, den) = K_ORDER_MIN_HEAVY_SHARE;
-    if first_light == 0 || heavy_work * den < total * num {
-        return;
-    }
-    work.items[first_light..].sort_by_key(|i| {
-        let k = if i.blk_end > i.blk_begin { kidx.get(i.blk_begin as usize).copied().unwrap_or(u32::MAX) } else { u32::MAX };
-        (i.batch, k)
-    });
 }
 
 /// Plans SDDMM: for each matrix and block row, its blocks in runs of at most `per_item`, row
@@ -603,7 +568,7 @@ impl DeviceWork {
 mod tests {
     use super::*;
     use blocksparse_abi::MAX_ITEM_BLOCKS;
-    use blocksparse_testkit::testgen::{seeded_rng, test_seed, topk_mask};
+    use blocksparse_testkit::testgen::{seeded_rng, test_seed};
     use rand::Rng;
 
     fn row_ptr_from_lens(lens: &[u32]) -> Vec<u32> {
@@ -720,52 +685,6 @@ mod tests {
         // Longest first.
         let first = w.items[0].blk_end - w.items[0].blk_begin;
         assert_eq!(first, w.max_item_blocks);
-    }
-
-    #[test]
-    fn light_items_follow_the_heavy_ones_in_k_order() {
-        // Two full rows among short ones (and an empty row), two matrices, three N tiles, four
-        // resident blocks (so no row is split); columns drawn at random, so the K order is not
-        // the row order.
-        let mut rng = seeded_rng(test_seed("light_items_in_k_order"));
-        let cols = 64u32;
-        let mut lens: Vec<u32> = (0..40).map(|_| rng.random_range(1..=3)).collect();
-        lens[7] = cols;
-        lens[23] = cols;
-        lens[30] = 0;
-        let rp = row_ptr_from_lens(&lens);
-        // Each row's `l` columns, in increasing order: a one-row top-`l` mask.
-        let kidx: Vec<u32> = lens
-            .iter()
-            .flat_map(|&l| topk_mask(1, cols as usize, l as usize, &mut rng).into_iter().zip(0..cols).filter_map(|(x, c)| x.then_some(c)))
-            .collect();
-        let mut w = plan_rows(spec(&rp, 3, 2, 4, 1)).unwrap();
-        let before = w.clone();
-        light_items_in_k_order(&mut w, &kidx);
-        check_cover(&rp, 3, 2, &w);
-        // The heavy prefix (2 rows x 3 tiles x 2 matrices) is untouched.
-        assert_eq!(w.items[..12], before.items[..12]);
-        assert!(w.items[..12].iter().all(|i| i.blk_end - i.blk_begin == cols));
-        // The rest: by matrix, then by the K index of the first block, empty items last.
-        let key = |i: &WorkItem| (i.batch, if i.blk_end > i.blk_begin { kidx[i.blk_begin as usize] } else { u32::MAX });
-        assert!(w.items[12..].windows(2).all(|p| key(&p[0]) <= key(&p[1])));
-        // A plan without heavy items keeps its order.
-        let rp = row_ptr_from_lens(&[2; 40]);
-        let mut w = plan_rows(spec(&rp, 3, 1, 132, 1)).unwrap();
-        let before = w.clone();
-        light_items_in_k_order(&mut w, &(0..80).rev().collect::<Vec<u32>>());
-        assert_eq!(w, before);
-        // So does one whose heavy items hold less than the share: one row of 4 blocks among
-        // 39 of 2 (mean 2, so it is heavy) is 5 % of the blocks.
-        let mut lens = vec![2u32; 40];
-        lens[5] = 4;
-        let rp = row_ptr_from_lens(&lens);
-        let kidx: Vec<u32> = (0..82).rev().collect();
-        let mut w = plan_rows(spec(&rp, 3, 1, 132, 1)).unwrap();
-        let before = w.clone();
-        assert_eq!(w.items[0].blk_end - w.items[0].blk_begin, 4, "the heavy row leads");
-        light_items_in_k_order(&mut w, &kidx);
-        assert_eq!(w, before);
     }
 
     #[test]

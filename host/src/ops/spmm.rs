@@ -35,7 +35,7 @@ use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::merge::{Merged, merge_rows, tile_cost};
-use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_threshold, light_items_in_k_order, plan_rows, row_item_cost, schedule_persistent};
+use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_threshold, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -308,12 +308,6 @@ impl Context {
         };
         let mut work = plan_rows(spec)?;
         if choice.family == KernelFamily::Hopper {
-            // K index of each stream position (the merged plan's own, or the pattern's).
-            let kx: &[u32] = match &stream {
-                Some((k, _)) => k,
-                None => &pat.col_idx_host,
-            };
-            light_items_in_k_order(&mut work, kx);
             schedule_persistent(&mut work, resident, row_item_cost);
         }
         let device = DeviceWork::upload(self.stream(), &work, (tm32, tn))?;
