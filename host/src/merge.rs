@@ -144,6 +144,9 @@ pub(crate) fn tile_cost(row_ptr: &[u32], kb: u32, choice: TileChoice, n: usize, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pairs::tests::csr;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
 
     /// Stream positions of the rows `row_ptr` delimits: the sum of their lengths.
     fn positions(row_ptr: &[u32]) -> u64 {
@@ -152,9 +155,6 @@ mod tests {
             _ => 0,
         }
     }
-    use crate::pairs::tests::csr;
-    use rand::rngs::SmallRng;
-    use rand::{Rng, SeedableRng};
 
     /// A random `(rows, cols)` pattern of the given density, as CSR.
     fn pattern(rows: usize, cols: usize, density: f64, rng: &mut SmallRng) -> (Vec<u32>, Vec<u32>) {

@@ -16,7 +16,7 @@
 //!   time share the same columns of B in L2, each row of A is fetched from DRAM at most once per
 //!   group instead of once per N tile, and a group starts on the A rows its predecessor left in
 //!   L2. (Light items behind long rows keep this order: v18.3 walked them by K instead, which
-//!   measured 0–4 % slower once the long rows ran by N-tile group, perf notes v23.)
+//!   measured up to 6 % slower once the long rows ran by N-tile group, perf notes v23.)
 //!
 //! SDDMM ([`plan_blocks`]) runs one item per run of at most `per_item` blocks of a block row;
 //! every item costs the full K, so [`balance_full_k`] splits the K of the items that would run
