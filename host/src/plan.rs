@@ -174,10 +174,11 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
     Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
 }
 
-/// Moves the items whose length is at least twice the mean over the non-empty ones to the
-/// front, ordered by `group` and longest first within a group (a few long items start early
+/// Moves the items (work items, or the stream rows of a reordered merge) whose length is at
+/// least twice the mean over the non-empty ones to the front, ordered by `group` and longest
+/// first within a group (a few long items start early
 /// instead of finishing last); the stable sort keeps the planned order among the rest.
-pub(crate) fn heavy_first(items: &mut [WorkItem], len: impl Fn(&WorkItem) -> u64, group: impl Fn(&WorkItem) -> u64) {
+pub(crate) fn heavy_first<T>(items: &mut [T], len: impl Fn(&T) -> u64, group: impl Fn(&T) -> u64) {
     let heavy = heavy_len(items, &len);
     items.sort_by_key(|i| {
         let l = len(i);
@@ -198,7 +199,7 @@ fn heavy_first_by_group(items: &mut [WorkItem], tile_group: u32) {
 
 /// The length from which [`heavy_first`] counts an item as heavy: [`heavy_threshold`] of the
 /// items' lengths.
-fn heavy_len(items: &[WorkItem], len: impl Fn(&WorkItem) -> u64) -> u64 {
+fn heavy_len<T>(items: &[T], len: impl Fn(&T) -> u64) -> u64 {
     heavy_threshold(items.iter().map(len))
 }
 

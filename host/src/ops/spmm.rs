@@ -35,7 +35,7 @@ use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::merge::{Merged, merge_rows, tile_cost};
-use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_threshold, plan_rows, row_item_cost, schedule_persistent};
+use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_first, heavy_threshold, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -612,17 +612,13 @@ impl Context {
 /// (heavy-tailed and BigBird-like masks).
 pub(crate) fn heavy_rows_first(row_ptr: &[u32]) -> Option<Vec<u32>> {
     let rows = row_ptr.len().saturating_sub(1);
-    let len = |r: usize| (row_ptr[r + 1] - row_ptr[r]) as u64;
-    let heavy = heavy_threshold((0..rows).map(len));
+    let len = |&r: &u32| (row_ptr[r as usize + 1] - row_ptr[r as usize]) as u64;
     let mut order: Vec<u32> = (0..rows as u32).collect();
-    if order.iter().filter(|&&r| len(r as usize) >= heavy).count() < 2 {
+    let heavy = heavy_threshold(order.iter().map(len));
+    if order.iter().filter(|&r| len(r) >= heavy).count() < 2 {
         return None;
     }
-    // Stable: heavy rows by decreasing length, then the rest in their order.
-    order.sort_by_key(|&r| {
-        let l = len(r as usize);
-        if l >= heavy { u64::MAX - l } else { u64::MAX }
-    });
+    heavy_first(&mut order, len, |_| 0);
     Some(order)
 }
 
