@@ -157,7 +157,9 @@ fn build_arch(root: &Path, channel: &str, ptxas: &Path, target_dir: &Path, arch:
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        check_no_stack(&stem, &String::from_utf8_lossy(&out.stderr))?;
+        let report = String::from_utf8_lossy(&out.stderr);
+        check_no_stack(&stem, &report)?;
+        check_wgmma_pipelined(&stem, &report)?;
         let cubin = std::fs::read(&cubin_path).map_err(|e| format!("read {}: {e}", cubin_path.display()))?;
         println!("built {stem}: {} bytes of PTX, {} bytes of cubin", ptx.len(), cubin.len());
         files.push((format!("{stem}.ptx"), ptx.into_bytes()));
@@ -191,6 +193,16 @@ fn check_no_stack(stem: &str, report: &str) -> Res<()> {
         return Err(format!("{stem}: ptxas -v reported {reported} stack frames for {entries} entry functions; cannot check for spills"));
     }
     if bad.is_empty() { Ok(()) } else { Err(format!("{stem}: kernels with a stack frame or spills:\n{}", bad.join("\n"))) }
+}
+
+/// No kernel may have its wgmma serialized: ptxas then waits for each one before the next
+/// (its "Potential Performance Loss: wgmma.mma_async instructions are serialized" infos,
+/// C7510–C7520), which it does for a whole kernel when one path writes or reads the
+/// accumulators between two wgmma, or a wgmma sits behind a divergent branch (perf notes v14,
+/// v24).
+fn check_wgmma_pipelined(stem: &str, report: &str) -> Res<()> {
+    let bad: Vec<&str> = report.lines().filter(|l| l.contains("wgmma.mma_async instructions are serialized")).map(str::trim).collect();
+    if bad.is_empty() { Ok(()) } else { Err(format!("{stem}: kernels with serialized wgmma:\n{}", bad.join("\n"))) }
 }
 
 /// Whether an environment variable configures a cargo or rustc build (and so must not reach
@@ -359,7 +371,7 @@ fn write_committed(dir: &Path, files: &BTreeMap<String, Vec<u8>>) -> Res<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::check_no_stack;
+    use super::{check_no_stack, check_wgmma_pipelined};
 
     const CLEAN: &str = "ptxas info    : Compiling entry function 'k' for 'sm_90a'
 ptxas info    : Function properties for k
@@ -377,5 +389,15 @@ ptxas info    : Used 168 registers
         assert!(check_no_stack("m", "").is_err(), "an empty report proves nothing");
         let unreported = CLEAN.lines().filter(|l| !l.contains("stack frame")).collect::<Vec<_>>().join("\n");
         assert!(check_no_stack("m", &unreported).is_err());
+    }
+
+    #[test]
+    fn serialized_wgmma_fails() {
+        assert!(check_wgmma_pipelined("m", CLEAN).is_ok());
+        let serialized = format!(
+            "{CLEAN}ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma \
+             instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in the function 'k'\n"
+        );
+        assert!(check_wgmma_pipelined("m", &serialized).unwrap_err().contains("C7515"));
     }
 }
