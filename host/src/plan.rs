@@ -178,12 +178,14 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
 /// least twice the mean over the non-empty ones to the front, ordered by `group` and longest
 /// first within a group (a few long items start early
 /// instead of finishing last); the stable sort keeps the planned order among the rest.
-pub(crate) fn heavy_first<T>(items: &mut [T], len: impl Fn(&T) -> u64, group: impl Fn(&T) -> u64) {
+/// Returns how many items are heavy (the moved prefix).
+pub(crate) fn heavy_first<T>(items: &mut [T], len: impl Fn(&T) -> u64, group: impl Fn(&T) -> u64) -> usize {
     let heavy = heavy_len(items, &len);
     items.sort_by_key(|i| {
         let l = len(i);
         if l >= heavy { (0, group(i), u64::MAX - l) } else { (1, 0, 0) }
     });
+    items.iter().take_while(|i| len(i) >= heavy).count()
 }
 
 /// [`heavy_first`] for a [`plan_rows`] plan walked in groups of `tile_group` N tiles: the

@@ -35,7 +35,7 @@ use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::merge::{Merged, merge_rows, tile_cost};
-use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_first, heavy_threshold, plan_rows, row_item_cost, schedule_persistent};
+use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_first, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -606,7 +606,7 @@ impl Context {
 }
 
 /// The order in which a reordered plan merges the stream rows `row_ptr` delimits: the heavy
-/// rows ([`heavy_threshold`], as the planner's heavy items) first, longest first, then the
+/// rows ([`heavy_first`], as the planner's heavy items) first, longest first, then the
 /// others in A's order; `None` when fewer than two rows are heavy (nothing to bring together).
 /// Full rows then share a tile with other full rows instead of with their light neighbours
 /// (heavy-tailed and BigBird-like masks).
@@ -614,12 +614,7 @@ pub(crate) fn heavy_rows_first(row_ptr: &[u32]) -> Option<Vec<u32>> {
     let rows = row_ptr.len().saturating_sub(1);
     let len = |&r: &u32| (row_ptr[r as usize + 1] - row_ptr[r as usize]) as u64;
     let mut order: Vec<u32> = (0..rows as u32).collect();
-    let heavy = heavy_threshold(order.iter().map(len));
-    if order.iter().filter(|&r| len(r) >= heavy).count() < 2 {
-        return None;
-    }
-    heavy_first(&mut order, len, |_| 0);
-    Some(order)
+    (heavy_first(&mut order, len, |_| 0) >= 2).then_some(order)
 }
 
 /// The stream rows in `order`: their `row_ptr`, K indices and, per position, the position in
