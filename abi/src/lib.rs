@@ -83,6 +83,10 @@ pub mod flags {
     /// merged rows' union, and `perm[(q << merge_log2) + h]` is the block of merged row `h` there,
     /// or [`NO_BLOCK`](super::NO_BLOCK) (zeros).
     pub const A_MERGED: u32 = 16;
+    /// SpMM on the Hopper kernels, with [`A_MERGED`]: a consumer warpgroup passes over the
+    /// stages where every merged row of its 64 lacks a block, instead of multiplying zeros
+    /// (the producer announces which consumers multiply each stage; perf notes v25).
+    pub const A_SKIPS: u32 = 32;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,9 +307,15 @@ impl WgmmaTile {
     pub const fn barrier_offset(&self) -> u32 {
         self.c_stage_offset() + self.c_stage_bytes()
     }
-    /// Dynamic shared memory: 1024 bytes of alignment slack, the ring, C staging, the barriers.
+    /// Offset of the stages' consumer masks (one u32 per slot: bit `c` set when consumer
+    /// warpgroup `c` multiplies the stage) after the mbarriers.
+    pub const fn consumer_mask_offset(&self) -> u32 {
+        self.barrier_offset() + 16 * self.stages
+    }
+    /// Dynamic shared memory: 1024 bytes of alignment slack, the ring, C staging, the barriers
+    /// and the consumer masks.
     pub const fn smem_bytes(&self) -> u32 {
-        1024 + self.barrier_offset() + 16 * self.stages
+        1024 + self.consumer_mask_offset() + 4 * self.stages
     }
     /// Compile-time validity (shared memory and the register budget of `setmaxnreg`).
     pub const fn check(&self) -> bool {

@@ -12,7 +12,7 @@
 //! computes, its zeros included, are weighted in too. An item costs at least the store of its
 //! C tile ([`ITEM_FLOOR_PER_C_BYTE`], perf notes v23).
 
-use blocksparse_abi::{BOX, CHUNK_ELEMS, KernelFamily, NO_BLOCK};
+use blocksparse_abi::{BOX, CHUNK_ELEMS, KernelFamily, NO_BLOCK, WG_M};
 
 use crate::error::{Error, Result};
 use crate::ops::TileChoice;
@@ -139,6 +139,70 @@ pub(crate) fn tile_cost(row_ptr: &[u32], kb: u32, choice: TileChoice, n: usize, 
     // The C a stream row's items write: `(tm, n)`.
     let row_floor = ITEM_FLOOR_PER_C_BYTE * tm as f64 * n as f64 * elem_bytes as f64;
     row_ptr.windows(2).map(|w| plan_cost((w[1] - w[0]) as u64, kb, (tm, tn), b_unit, n, elem_bytes, bytes_per_flop).max(row_floor)).sum()
+}
+
+/// Per merged row of `merged` (`m` stream rows per tile of `tm` rows): how many of its
+/// (position, consumer warpgroup) pairs multiply on a Hopper tile that skips
+/// ([`PlanOptions::skip_absent`](crate::PlanOptions::skip_absent)), i.e. where some stream row
+/// of the warpgroup's [`WG_M`] rows holds a block.
+pub(crate) fn multiplied_groups(merged: &Merged, m: usize, tm: u32) -> Vec<u64> {
+    let groups = (tm / WG_M).max(1) as usize;
+    // Stream rows per group (a merged row is at most WG_M tall).
+    let per = m.div_ceil(groups).max(1);
+    merged
+        .row_ptr
+        .windows(2)
+        .map(|w| {
+            (w[0] as usize..w[1] as usize)
+                .map(|q| {
+                    let rows = &merged.blocks[q * m..(q + 1) * m];
+                    rows.chunks(per).filter(|g| g.iter().any(|&b| b != NO_BLOCK)).count() as u64
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// The factor on a skipping plan's [`skip_tile_cost`], on the tiles of 32- and 16-deep
+/// stages and on the 64-deep one, fitted to the candidates measured side by side in v25 (perf
+/// notes; `bench --masks --densities 0.125,0.25,0.5 --blocks 16,32,64 --merge 1,2,4,8
+/// --skips --reorder`) by the tests below.
+/// - Shallow tiles: their producers' and consumers' per-stage bookkeeping (a consumer mask
+///   and a byte count per stage, per-warp releases) is not free on stages of a quarter or half
+///   the 64-deep tile's work: with little to skip (causal, block-diagonal, uniform 50 % at
+///   16×16) the skipping plans ran 0–12 % slower. Every factor from 1.05 to 1.2 picks the
+///   fastest of the 16- and 32-row candidates (within 7 %).
+/// - The 64-deep tile: there the model overrates pairs of short rows (BigBird-like 64×64: 9 %
+///   cheaper than the unmerged 64-row tile by the model, 6–11 % slower measured, as it was
+///   without skipping in v21), and only a factor from 1.11 to 1.115 both sends them back to the
+///   unmerged tile and keeps skipping heavy-tailed pairs (4–10 % faster measured). A narrow fit:
+///   the model's error on 64-row pairs is as large as what skipping gains there.
+pub(crate) const SKIP_FACTOR_SHALLOW: f64 = 1.12;
+pub(crate) const SKIP_FACTOR_DEEP: f64 = 1.11;
+
+/// [`tile_cost`] of a merged plan on a Hopper tile whose consumers skip the stages where
+/// their rows hold no block (`groups`: [`multiplied_groups`]): A's traffic and the tensor
+/// work count only the multiplying warpgroups' rows, B's every stage; times
+/// [`SKIP_FACTOR_SHALLOW`] or [`SKIP_FACTOR_DEEP`].
+pub(crate) fn skip_tile_cost(row_ptr: &[u32], groups: &[u64], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {
+    let (tm, tn) = choice.shape();
+    let ks = choice.ks();
+    let (nf, tnf, kbf) = (n as f64, tn.max(1) as f64, kb as f64);
+    let n_tiles = (nf / tnf).ceil();
+    let b_cols = (n as u64).div_ceil(BOX as u64) as f64 * BOX as f64;
+    let row_floor = ITEM_FLOOR_PER_C_BYTE * tm as f64 * nf * elem_bytes as f64;
+    let factor = if ks < blocksparse_abi::WG_K { SKIP_FACTOR_SHALLOW } else { SKIP_FACTOR_DEEP };
+    row_ptr
+        .windows(2)
+        .zip(groups)
+        .map(|(w, &g)| {
+            let positions = (w[1] - w[0]) as f64;
+            let rows = g as f64 * WG_M as f64;
+            let traffic = (positions * b_cols + rows * n_tiles) * kbf * elem_bytes as f64;
+            let flops = 2.0 * rows * kbf * n_tiles * tnf;
+            (factor * (traffic + WGMMA_BYTES_PER_FLOP * flops)).max(row_floor)
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -320,7 +384,9 @@ mod tests {
     /// The candidates of 16- and 32-row blocks as the planner weighs them, against their times
     /// measured side by side (H100, 8192³, f16, `bench --densities 0.125,0.25,0.5 --blocks
     /// 16,32 --merge 1,2,4,8 --masks`, docs/results/v19/planner_candidates.txt; ms, the mean
-    /// of the runs). Masks drawn fresh: the choice must hold for any draw of the random families.
+    /// of the runs; the skipping plans from v25's run of the same with `--skips`,
+    /// docs/results/v25/candidates.txt, the best of the rows that ran them). Masks drawn fresh:
+    /// the choice must hold for any draw of the random families.
     #[test]
     fn the_cost_model_picks_the_measured_fastest_candidates() {
         use blocksparse_abi::{WGMMA_SHALLOW_TILES, mma_tile_index};
@@ -330,44 +396,61 @@ mod tests {
         let (p16, p32, p64, p128) = (portable(16), portable(32), portable(64), portable(128));
         let k32 = TileChoice { family: KernelFamily::Hopper, tile: WGMMA_SHALLOW_TILES[0] };
         let k16 = TileChoice { family: KernelFamily::Hopper, tile: WGMMA_SHALLOW_TILES[1] };
-        // (rows merged per tile, tile, measured ms; None: not measured, must not be chosen).
-        let c16 = |p: f64, k: f64| vec![(1, p16, Some(p)), (8, k16, Some(k))];
-        let c32 = |p: f64, p2: f64, k: f64| vec![(1, p32, Some(p)), (2, p64, Some(p2)), (4, p128, None), (4, k32, Some(k))];
+        // (rows merged per tile, tile, skipping, measured ms; None: not measured, must not be
+        // chosen).
+        let c16 = |p: f64, k: f64, ks: Option<f64>| vec![(1, p16, false, Some(p)), (8, k16, false, Some(k)), (8, k16, true, ks)];
+        let c32 = |p: f64, p2: f64, k: f64, ks: f64| {
+            vec![
+                (1, p32, false, Some(p)),
+                (2, p64, false, Some(p2)),
+                (4, p128, false, None),
+                (4, k32, false, Some(k)),
+                (4, k32, true, Some(ks)),
+            ]
+        };
         let cases = [
-            (16, MaskFamily::Uniform(0.125), c16(1.159, 1.601)),
-            (16, MaskFamily::Uniform(0.25), c16(2.289, 2.073)),
-            (16, MaskFamily::Uniform(0.5), c16(4.711, 2.172)),
-            (16, MaskFamily::Causal, c16(4.601, 1.135)),
-            (16, MaskFamily::Window(8), c16(0.367, 0.150)),
-            (16, MaskFamily::BlockDiagonal(8), c16(1.114, 0.315)),
-            (16, MaskFamily::BigBird, c16(0.253, 0.238)),
-            (16, MaskFamily::Zipf(0.1), c16(1.138, 1.527)),
-            (16, MaskFamily::TopK(16), c16(0.330, 0.582)),
-            (32, MaskFamily::Uniform(0.125), c32(0.666, 1.014, 0.958)),
-            (32, MaskFamily::Uniform(0.25), c32(1.300, 1.789, 1.535)),
-            (32, MaskFamily::Uniform(0.5), c32(2.723, 3.308, 1.904)),
-            (32, MaskFamily::Causal, c32(2.730, 2.303, 0.951)),
-            (32, MaskFamily::Window(8), c32(0.386, 0.367, 0.192)),
-            (32, MaskFamily::BlockDiagonal(8), c32(0.679, 0.564, 0.277)),
-            (32, MaskFamily::BigBird, c32(0.269, 0.280, 0.257)),
-            (32, MaskFamily::Zipf(0.1), c32(0.625, 0.876, 0.888)),
-            (32, MaskFamily::TopK(16), c32(0.363, 0.532, 0.558)),
+            (16, MaskFamily::Uniform(0.125), c16(1.159, 1.601, Some(1.435))),
+            (16, MaskFamily::Uniform(0.25), c16(2.289, 2.073, Some(2.075))),
+            (16, MaskFamily::Uniform(0.5), c16(4.711, 2.172, Some(2.421))),
+            (16, MaskFamily::Causal, c16(4.601, 1.135, Some(1.292))),
+            (16, MaskFamily::Window(8), c16(0.367, 0.150, Some(0.146))),
+            (16, MaskFamily::BlockDiagonal(8), c16(1.114, 0.315, Some(0.367))),
+            (16, MaskFamily::BigBird, c16(0.253, 0.238, Some(0.209))),
+            (16, MaskFamily::Zipf(0.1), c16(1.138, 1.527, None)),
+            (16, MaskFamily::TopK(16), c16(0.330, 0.582, Some(0.490))),
+            (32, MaskFamily::Uniform(0.125), c32(0.666, 1.014, 0.958, 0.709)),
+            (32, MaskFamily::Uniform(0.25), c32(1.300, 1.789, 1.535, 1.184)),
+            (32, MaskFamily::Uniform(0.5), c32(2.723, 3.308, 1.904, 1.783)),
+            (32, MaskFamily::Causal, c32(2.730, 2.303, 0.951, 1.119)),
+            (32, MaskFamily::Window(8), c32(0.386, 0.367, 0.192, 0.183)),
+            (32, MaskFamily::BlockDiagonal(8), c32(0.679, 0.564, 0.277, 0.284)),
+            (32, MaskFamily::BigBird, c32(0.269, 0.280, 0.257, 0.197)),
+            (32, MaskFamily::Zipf(0.1), c32(0.625, 0.876, 0.888, 0.638)),
+            (32, MaskFamily::TopK(16), c32(0.363, 0.532, 0.558, 0.394)),
         ];
         let mut rng = seeded_rng(seed);
         for (bs, family, cands) in cases {
             let nb = 8192 / bs;
             let (row_ptr, kidx) = csr(&family.mask(nb, nb, &mut rng), nb);
-            let cost = |m: usize, choice: TileChoice| {
-                let rp = if m == 1 { row_ptr.clone() } else { merge_rows(&row_ptr, &kidx, |q| q as u32, m).unwrap().row_ptr };
-                tile_cost(&rp, bs as u32, choice, 8192, 2)
+            let cost = |m: usize, choice: TileChoice, skip: bool| {
+                if m == 1 {
+                    return tile_cost(&row_ptr, bs as u32, choice, 8192, 2);
+                }
+                let merged = merge_rows(&row_ptr, &kidx, |q| q as u32, m).unwrap();
+                if skip {
+                    let groups = multiplied_groups(&merged, m, choice.shape().0);
+                    skip_tile_cost(&merged.row_ptr, &groups, bs as u32, choice, 8192, 2)
+                } else {
+                    tile_cost(&merged.row_ptr, bs as u32, choice, 8192, 2)
+                }
             };
-            let fastest = cands.iter().filter_map(|c| c.2).fold(f64::INFINITY, f64::min);
-            let costs: Vec<f64> = cands.iter().map(|c| cost(c.0, c.1)).collect();
-            let (&(m, choice, ms), _) = cands.iter().zip(&costs).min_by(|a, b| a.1.total_cmp(b.1)).unwrap();
-            // Within 7 %: BigBird-like 16×16 stays on the portable tile, 5–6 % slower (perf notes v19).
+            let fastest = cands.iter().filter_map(|c| c.3).fold(f64::INFINITY, f64::min);
+            let costs: Vec<f64> = cands.iter().map(|c| cost(c.0, c.1, c.2)).collect();
+            let (&(m, choice, skip, ms), _) = cands.iter().zip(&costs).min_by(|a, b| a.1.total_cmp(b.1)).unwrap();
+            // Within 7 %: e.g. uniform 50 % 32×32 without skipping, 7 % slower (perf notes v25).
             assert!(
                 ms.is_some_and(|ms| ms <= 1.07 * fastest),
-                "seed {seed}: {bs}x{bs} {}: the model picks {choice}/{m} ({ms:?} ms), the fastest ran {fastest} ms",
+                "seed {seed}: {bs}x{bs} {}: the model picks {choice}/{m} skipping {skip} ({ms:?} ms), the fastest ran {fastest} ms",
                 family.name()
             );
         }
@@ -385,28 +468,40 @@ mod tests {
         let seed: u64 = rand::random();
         let hopper = |tm: u32| TileChoice { family: KernelFamily::Hopper, tile: wgmma_tile_index(tm).unwrap() };
         let (h64, h128) = (hopper(64), hopper(128));
-        // Measured ms: unmerged, pairs in A's order, pairs reordered.
+        // Measured ms: unmerged, pairs in A's order, pairs reordered; then pairs skipping, in
+        // A's order and reordered (v25: docs/results/v25/candidates.txt and the A/B runs beside
+        // it, the best of the rows).
         let cases = [
-            (MaskFamily::Uniform(0.125), 0.321, 0.480, None),
-            (MaskFamily::Causal, 1.054, 0.778, None),
-            (MaskFamily::Window(8), 0.317, 0.242, None),
-            (MaskFamily::BlockDiagonal(8), 0.238, 0.213, None),
-            (MaskFamily::BigBird, 0.206, 0.223, Some(0.235)),
-            (MaskFamily::Zipf(0.1), 0.311, 0.315, Some(0.279)),
-            (MaskFamily::TopK(16), 0.321, 0.471, None),
+            (MaskFamily::Uniform(0.125), 0.321, 0.480, None, 0.333, None),
+            (MaskFamily::Causal, 1.054, 0.778, None, 0.761, None),
+            (MaskFamily::Window(8), 0.317, 0.242, None, 0.234, None),
+            (MaskFamily::BlockDiagonal(8), 0.238, 0.213, None, 0.246, None),
+            (MaskFamily::BigBird, 0.206, 0.223, Some(0.235), 0.232, Some(0.227)),
+            (MaskFamily::Zipf(0.1), 0.311, 0.315, Some(0.279), 0.259, Some(0.252)),
+            (MaskFamily::TopK(16), 0.321, 0.471, None, 0.333, None),
         ];
         let mut rng = seeded_rng(seed);
-        for (family, plain_ms, merged_ms, reordered_ms) in cases {
+        for (family, plain_ms, merged_ms, reordered_ms, skip_ms, skip_reordered_ms) in cases {
             let (row_ptr, kidx) = csr(&family.mask(128, 128, &mut rng), 128);
             let plain = tile_cost(&row_ptr, 64, h64, 8192, 2);
-            let merged = tile_cost(&merge_rows(&row_ptr, &kidx, |q| q as u32, 2).unwrap().row_ptr, 64, h128, 8192, 2);
+            // (without skipping, skipping)
+            let costs = |merged: Merged| {
+                let groups = multiplied_groups(&merged, 2, 128);
+                (tile_cost(&merged.row_ptr, 64, h128, 8192, 2), skip_tile_cost(&merged.row_ptr, &groups, 64, h128, 8192, 2))
+            };
+            let merged = costs(merge_rows(&row_ptr, &kidx, |q| q as u32, 2).unwrap());
             let reordered = heavy_rows_first(&row_ptr).map(|order| {
                 let (rp, kx, _) = permute_stream(&row_ptr, &kidx, &order);
-                tile_cost(&merge_rows(&rp, &kx, |q| q as u32, 2).unwrap().row_ptr, 64, h128, 8192, 2)
+                costs(merge_rows(&rp, &kx, |q| q as u32, 2).unwrap())
             });
-            let mut picks = vec![(plain, Some(plain_ms), "unmerged"), (merged, Some(merged_ms), "merged")];
+            let mut picks = vec![
+                (plain, Some(plain_ms), "unmerged"),
+                (merged.0, Some(merged_ms), "merged"),
+                (merged.1, Some(skip_ms), "merged, skipping"),
+            ];
             if let Some(r) = reordered {
-                picks.push((r, reordered_ms, "reordered"));
+                picks.push((r.0, reordered_ms, "reordered"));
+                picks.push((r.1, skip_reordered_ms, "reordered, skipping"));
             }
             let fastest = picks.iter().filter_map(|p| p.1).fold(f64::INFINITY, f64::min);
             let &(_, ms, name) = picks.iter().min_by(|a, b| a.0.total_cmp(&b.0)).unwrap();

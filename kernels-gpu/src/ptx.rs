@@ -236,6 +236,22 @@ pub fn shfl_idx(v: u32, src: u32) -> u32 {
     r
 }
 
+/// The warp's votes: bit `l` set when lane `l`'s `v` is non-zero (all 32 lanes must take
+/// part).
+#[cfg(target_feature = "sm_90a")]
+#[inline(always)]
+pub fn ballot(v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: register-only warp vote; callers run it warp-uniformly.
+    unsafe {
+        asm!(
+            "{{ .reg .pred q; setp.ne.u32 q, {1}, 0; vote.sync.ballot.b32 {0}, q, -1; }}",
+            out(reg32) r, in(reg32) v, options(nomem, nostack)
+        )
+    };
+    r
+}
+
 /// Packs two f32 into f16x2 (round to nearest): `lo` in the low half.
 #[inline(always)]
 pub fn pack_f16x2(lo: f32, hi: f32) -> u32 {

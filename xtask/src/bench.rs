@@ -121,6 +121,12 @@ pub struct Args {
     /// M<m>R"; the kernel column says `r` for a reordered plan).
     #[arg(long)]
     reorder: bool,
+    /// Also time plain SpMM with the consumers of merged Hopper plans never skipping the
+    /// stages their rows lack and always skipping them (`PlanOptions::skip_absent`: rows
+    /// "spmm S0" / "spmm S1", and "M<m>S0" / "M<m>S1" for each --merge; the kernel column says
+    /// `s` for a skipping plan).
+    #[arg(long)]
+    skips: bool,
     /// Also run PyTorch's BSR kernels on the same cases (python3 with torch and triton), and
     /// with --spgemm its CSR × CSR product (torch.sparse.mm, cuSPARSE) on the same patterns.
     #[arg(long)]
@@ -606,6 +612,16 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
                     choices.extend(
                         args.merge.iter().map(|&m| (format!("spmm M{m}"), PlanOptions { merge_rows: Some(m), ..Default::default() })),
                     );
+                    if args.skips {
+                        let merges = std::iter::once((String::from("spmm "), None))
+                            .chain(args.merge.iter().map(|&m| (format!("spmm M{m}"), Some(m))));
+                        for (prefix, merge_rows) in merges.collect::<Vec<_>>() {
+                            for s in [false, true] {
+                                let label = format!("{prefix}S{}", s as u8);
+                                choices.push((label, PlanOptions { merge_rows, skip_absent: Some(s), ..Default::default() }));
+                            }
+                        }
+                    }
                     if args.reorder {
                         // The planner's choice in A's row order, and each merge reordered.
                         choices.push((String::from("spmm R0"), PlanOptions { reorder_rows: Some(false), ..Default::default() }));

@@ -85,10 +85,17 @@ impl From<DTypeArg> for DType {
 }
 
 /// How bench and validate name an SpMM plan's kernel: its tile (e.g. `Hopper128k32`), then
-/// `/m` when it merges `m` block rows per tile.
+/// `/m` when it merges `m` block rows per tile, `r` when reordered, `s` when its consumers
+/// skip the stages their rows lack.
 pub fn plan_label(plan: &blocksparse::SpmmPlan) -> String {
     let merged = plan.merged_rows();
-    format!("{}{}{}", plan.tile(), if merged > 1 { format!("/{merged}") } else { String::new() }, if plan.reordered() { "r" } else { "" })
+    format!(
+        "{}{}{}{}",
+        plan.tile(),
+        if merged > 1 { format!("/{merged}") } else { String::new() },
+        if plan.reordered() { "r" } else { "" },
+        if plan.skips_absent() { "s" } else { "" }
+    )
 }
 
 /// Opens the GPU or explains why not. The message "no CUDA device" is what scripts look for.

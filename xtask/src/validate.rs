@@ -185,12 +185,21 @@ struct Case {
     alpha: f32,
     beta: f32,
     batch: usize,
-    /// SpMM / dense × sparse: the stream rows per tile the plan must merge
-    /// (`PlanOptions::merge_rows`); `None`: the planner's choice.
+    /// SpMM / dense × sparse: what the plan is asked for (the planner's choice by default).
+    plan: CasePlan,
+}
+
+/// The plan options an SpMM / dense × sparse case asks for.
+#[derive(Clone, Copy, Debug, Default)]
+struct CasePlan {
+    /// The stream rows per tile the plan must merge (`PlanOptions::merge_rows`).
     merge: Option<u32>,
-    /// SpMM / dense × sparse: `PlanOptions::reorder_rows` (`Some(true)`: the plan must be
-    /// reordered where some rows are heavy).
+    /// `PlanOptions::reorder_rows` (`Some(true)`: the plan must be reordered where some rows
+    /// are heavy).
     reorder: Option<bool>,
+    /// Merged: `PlanOptions::skip_absent` (the plan must skip, or not, wherever it is merged
+    /// on the Hopper kernels).
+    skip: Option<bool>,
 }
 
 fn short(l: Layout) -> &'static str {
@@ -229,21 +238,29 @@ impl Cases {
         batch: usize,
     ) {
         let label = format!("{} {sm}x{sk} n{n} b{bm}x{bk} {input}->{output} {pattern:?} a={alpha} b={beta} batch{batch}", op_label(op));
-        self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch, merge: None, reorder: None });
+        self.0.push(Case { label, op, sm, sk, n, bm, bk, input, output, pattern, alpha, beta, batch, plan: CasePlan::default() });
     }
 
-    /// The last case, planned with `m` stream rows merged per tile (1: unmerged).
+    /// The last case, planned with `m` stream rows merged per tile (1: unmerged). Merged
+    /// cases alternate between skipping the stages a consumer's rows lack and multiplying
+    /// their zeros (`PlanOptions::skip_absent`), so both run on every kind of merged case.
     fn merged(&mut self, m: u32) {
+        let merged_before = self.0.iter().filter(|c| c.plan.merge.is_some_and(|m| m > 1)).count();
         if let Some(c) = self.0.last_mut() {
-            c.merge = Some(m);
+            c.plan.merge = Some(m);
             c.label += &format!(" merge{m}");
+            if m > 1 {
+                let skip = merged_before % 2 == 0;
+                c.plan.skip = Some(skip);
+                c.label += if skip { " skip" } else { " noskip" };
+            }
         }
     }
 
     /// The last case's plan merges its heavy rows first (`PlanOptions::reorder_rows`).
     fn reordered(&mut self) {
         if let Some(c) = self.0.last_mut() {
-            c.reorder = Some(true);
+            c.plan.reorder = Some(true);
             c.label += " reordered";
         }
     }
@@ -264,7 +281,7 @@ impl Cases {
         let op = Op::Spgemm(Spgemm { bn, b, c });
         let label =
             format!("{} {m}x{k}x{n} b{bm}x{bk}x{bn} {input}->{output} A:{a:?} B:{b:?} a={alpha} b={beta} batch{batch}", op_label(op));
-        self.0.push(Case { label, op, sm: m, sk: k, n, bm, bk, input, output, pattern: a, alpha, beta, batch, merge: None, reorder: None });
+        self.0.push(Case { label, op, sm: m, sk: k, n, bm, bk, input, output, pattern: a, alpha, beta, batch, plan: CasePlan::default() });
     }
 }
 
@@ -836,7 +853,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 });
             }
             let plan_with = |merge_rows: Option<u32>| {
-                let opts = PlanOptions { merge_rows, reorder_rows: c.reorder, ..Default::default() };
+                let opts = PlanOptions { merge_rows, reorder_rows: c.plan.reorder, skip_absent: c.plan.skip, ..Default::default() };
                 if spmm_side {
                     ctx.plan_spmm_with(&a_dev, op_a, n_out, &opts)
                 } else {
@@ -846,9 +863,9 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
             // A merge of 16-row blocks runs on the Hopper module's 16-deep tile only (a portable
             // warp's rows would span two blocks): on the sm_80 module those cases run unmerged,
             // and the kernel column says so. On sm_90a every merge asked for must be planned.
-            let (plan, merge) = match plan_with(c.merge) {
+            let (plan, merge) = match plan_with(c.plan.merge) {
                 Err(blocksparse::Error::UnsupportedMerge { .. }) if ctx.arch() == Arch::Sm80 => (plan_with(Some(1)), Some(1)),
-                plan => (plan, c.merge),
+                plan => (plan, c.plan.merge),
             };
             let plan = plan.map_err(e)?;
             if let Some(m) = merge
@@ -859,7 +876,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
             // A merged plan asked to reorder must do so where at least two stream rows are
             // heavy (twice the mean length over the non-empty rows, rounded down), and only
             // then.
-            if c.reorder == Some(true) && plan.merged_rows() > 1 {
+            if c.plan.reorder == Some(true) && plan.merged_rows() > 1 {
                 let (gr, gc) = (c.sm / c.bm, c.sk / c.bk);
                 let streams_rows = matches!(c.op, Op::Spmm { op_a: Transpose::No, .. } | Op::DenseSparse { op_a: Transpose::Yes, .. });
                 let lens: Vec<usize> = if streams_rows {
@@ -873,6 +890,14 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 if plan.reordered() != expect {
                     return Err(format!("reorder asked: plan reordered {}, heavy stream rows {expect}", plan.reordered()));
                 }
+            }
+            // Skipping as asked, wherever the plan is merged on the Hopper kernels (rows of at
+            // most 64), and never elsewhere.
+            let can_skip = plan.merged_rows() > 1 && plan.tile().family == blocksparse::abi::KernelFamily::Hopper;
+            if let Some(s) = c.plan.skip
+                && plan.skips_absent() != (s && can_skip)
+            {
+                return Err(format!("skip_absent {s} asked: the plan skips {} ({})", plan.skips_absent(), crate::plan_label(&plan)));
             }
             kernel = crate::plan_label(&plan);
             for _ in 0..2 {

@@ -76,6 +76,15 @@ pub struct PlanOptions {
     /// heavy (in A's order otherwise). Whether the plan merges at all is still `merge_rows`'
     /// or the cost model's choice; an unmerged plan has nothing to reorder.
     pub reorder_rows: Option<bool>,
+    /// SpMM and dense × sparse, merged plans on the Hopper kernels (rows of at most 64): whether
+    /// a consumer warpgroup of the 128-row tile passes over the stages where all of its 64 rows
+    /// lack a block, instead of multiplying the zeros there. It then does no tensor work and
+    /// loads no A for those stages (B is still read once for the tile). `None`: where the cost
+    /// model prefers it (perf notes v25: rows that share few columns, e.g. BigBird-like and
+    /// heavy-tailed masks; not where every row holds most of the union, on the 16- and 32-deep
+    /// tiles whose short stages pay for the per-stage bookkeeping); `Some(false)`: never;
+    /// `Some(true)`: wherever the plan is merged on the Hopper kernels.
+    pub skip_absent: Option<bool>,
 }
 
 /// The kernel family and tile a plan launches.

@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
-use crate::merge::{Merged, merge_rows, tile_cost};
+use crate::merge::{Merged, merge_rows, multiplied_groups, skip_tile_cost, tile_cost};
 use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_first, plan_rows, row_item_cost, schedule_persistent};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
@@ -71,6 +71,9 @@ pub struct SpmmPlan {
     device: DeviceWork,
     /// Stream rows per tile, log2 (0: not merged).
     merge_log2: u32,
+    /// A merged Hopper plan whose consumer warpgroups skip the stages where their rows hold no
+    /// block ([`PlanOptions::skip_absent`]).
+    skips: bool,
     /// Aᵀ or a merged plan: per stream position, the K-block index and the block of each
     /// merged row (`1 << merge_log2` words, `NO_BLOCK` where the row has none).
     stream: Option<(CudaSlice<u32>, CudaSlice<u32>)>,
@@ -107,6 +110,12 @@ impl SpmmPlan {
     /// values).
     pub fn merged_rows(&self) -> usize {
         1 << self.merge_log2
+    }
+    /// Whether the consumer warpgroups of a merged plan on the Hopper kernels pass over the
+    /// stages where all of their rows lack a block instead of multiplying zeros
+    /// ([`PlanOptions::skip_absent`]).
+    pub fn skips_absent(&self) -> bool {
+        self.skips
     }
     /// Whether the plan merges the block rows of op(A) in another order than A's (the heavy
     /// rows first, so that they share tiles: [`PlanOptions::reorder_rows`]); C is written in
@@ -224,31 +233,56 @@ impl Context {
             (Some(_), _) => &[false, true],
         };
         let cost = |rp: &[u32], choice: TileChoice| tile_cost(rp, kb as u32, choice, n, core::mem::size_of::<T>());
-        let mut best: Option<(TileChoice, u32, f64, Option<Merged>, bool)> = None;
+        // A merged Hopper plan is weighed with and without skipping, as asked.
+        let skip_choices: &[bool] = match opts.skip_absent {
+            None => &[false, true],
+            Some(s) => core::slice::from_ref(if s { &true } else { &false }),
+        };
+        // (tile, rows merged, cost, merged stream, reordered, skipping)
+        let mut best: Option<(TileChoice, u32, f64, Option<Merged>, bool, bool)> = None;
         for &(choice, m) in &candidates {
             if !allowed(m) {
                 continue;
             }
             for &by_len in if m == 1 { &[false][..] } else { merged_orders } {
-                let (t, merged) = if m == 1 {
-                    (cost(&row_ptr, choice), None)
+                let (t, merged, skips) = if m == 1 {
+                    (cost(&row_ptr, choice), None, false)
                 } else {
                     let merged = match (&reordered, by_len) {
                         (Some((rp, kx, pos)), true) => merge_rows(rp, kx, |q| block_of(pos[q] as usize), m as usize),
                         _ => merge_rows(&row_ptr, &kidx, block_of, m as usize),
                     };
-                    match merged {
-                        Ok(merged) => (cost(&merged.row_ptr, choice), Some(merged)),
+                    let merged = match merged {
+                        Ok(merged) => merged,
                         Err(e) if opts.merge_rows.is_some() => return Err(e),
                         Err(_) => continue,
+                    };
+                    // Skipping needs the Hopper kernels and rows no taller than a warpgroup's.
+                    let can_skip = choice.family == KernelFamily::Hopper && rb <= WG_M as usize;
+                    let mut pick: Option<(f64, bool)> = None;
+                    for &s in skip_choices {
+                        let c = match (s, can_skip) {
+                            (false, _) => cost(&merged.row_ptr, choice),
+                            (true, true) => {
+                                let groups = multiplied_groups(&merged, m as usize, choice.shape().0);
+                                skip_tile_cost(&merged.row_ptr, &groups, kb as u32, choice, n, core::mem::size_of::<T>())
+                            }
+                            (true, false) => continue,
+                        };
+                        if pick.is_none_or(|p| c < p.0) {
+                            pick = Some((c, s));
+                        }
                     }
+                    // Asked to skip where the kernels cannot: the plan multiplies the zeros.
+                    let (c, s) = pick.unwrap_or_else(|| (cost(&merged.row_ptr, choice), false));
+                    (c, Some(merged), s)
                 };
                 if best.as_ref().is_none_or(|b| t < b.2) {
-                    best = Some((choice, m, t, merged, by_len));
+                    best = Some((choice, m, t, merged, by_len, skips));
                 }
             }
         }
-        let Some((choice, m, _, merged, by_len)) = best else {
+        let Some((choice, m, _, merged, by_len, skips)) = best else {
             let can: Vec<String> = candidates.iter().map(|(_, m)| m.to_string()).collect();
             return Err(Error::UnsupportedMerge {
                 rows: opts.merge_rows.unwrap_or(1),
@@ -322,6 +356,7 @@ impl Context {
             work,
             device,
             merge_log2,
+            skips,
             stream: stream_dev,
             row_map,
             row_unit_log2: rb.trailing_zeros(),
@@ -513,6 +548,9 @@ impl Context {
         }
         if plan.merge_log2 > 0 {
             fl |= flags::A_MERGED;
+        }
+        if plan.skips {
+            fl |= flags::A_SKIPS;
         }
         if bs.layout == Layout::ColMajor {
             fl |= flags::B_K_MAJOR;

@@ -18,7 +18,9 @@
 //!
 //! Ring bookkeeping is [`MbarRing`] + [`PipelineState`]: the producer acquires a slot, announces
 //! the stage's bytes and issues the copies; consumers wait on the stage, run its wgmma and, once
-//! the next stage's wgmma are in flight (`wait_group 1`), release the slot.
+//! the next stage's wgmma are in flight (`wait_group 1`), release the slot. Where the op skips
+//! ([`StageStream::skips`]), the producer also writes each stage's consumer mask beside the
+//! barriers, and a consumer releases the stages without its bit unread.
 //!
 //! With `WgmmaTile::skew`, consumer 1 runs a fixed number of stages behind consumer 0, so that
 //! the two warpgroups reach their epilogues at different times and one keeps the tensor cores
@@ -119,9 +121,26 @@ pub trait StageStream: Sized {
     unsafe fn new(p: &Self::Params, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self;
     /// The next stage (its global reads, if any, already in flight), or `None` at the end.
     unsafe fn next(&mut self, p: &Self::Params) -> Option<Self::Stage>;
+    /// Whether some stages of this launch leave consumer warpgroups out (a merged SpMM tile
+    /// whose rows of one warpgroup all lack the stage's block): then the producer announces
+    /// each stage's [`StageStream::consumers`] with it, and a consumer passes over the stages
+    /// without its bit instead of multiplying zeros. Uniform over the launch.
+    #[inline(always)]
+    fn skips(_p: &Self::Params) -> bool {
+        false
+    }
+    /// The consumer warpgroups that multiply stage `s` (bit `c`: consumer `c`) and the bytes
+    /// its loads deliver (every lane of a warp-wide producer calls it). Only called where
+    /// [`StageStream::skips`].
+    #[inline(always)]
+    unsafe fn consumers(&self, _p: &Self::Params, _s: &Self::Stage, t: WgmmaTile) -> (u32, u32) {
+        (u32::MAX, t.stage_bytes())
+    }
     /// Issues the loads of stage `s` (the one [`StageStream::next`] returned last) into
-    /// `slot`, completing on the mbarrier `full`.
-    unsafe fn issue(&self, p: &Self::Params, s: &Self::Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32);
+    /// `slot`, completing on the mbarrier `full`; `consumers` is what
+    /// [`StageStream::consumers`] returned for it (every consumer where the op does not skip).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn issue(&self, p: &Self::Params, s: &Self::Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32, consumers: u32);
 }
 
 /// What an epilogue knows about the consumer warpgroup that calls it.
@@ -272,7 +291,7 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
         t,
     };
     if tid == 0 {
-        unsafe { sm.ring.init(t.consumers()) };
+        unsafe { sm.ring.init(t.consumers() * releasers(<Op::Stream as StageStream>::skips(p))) };
     }
     sync_threads();
 
@@ -281,7 +300,14 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
         // One thread (or the whole warp) in each of the first `producers` warps.
         let warp = tid / 32;
         if (tid.is_multiple_of(32) || <Op::Stream as StageStream>::warp_wide(t)) && warp < producers {
-            unsafe { produce::<Op>(p, sm, maps, warp, producers) };
+            // Two copies of the loop: without skipping, the producer's stages carry none of its
+            // bookkeeping (the shallow tiles' producers are near their issue limit, perf notes
+            // v25).
+            if <Op::Stream as StageStream>::skips(p) {
+                unsafe { produce::<Op, true>(p, sm, maps, warp, producers) };
+            } else {
+                unsafe { produce::<Op, false>(p, sm, maps, warp, producers) };
+            }
         }
     } else {
         set_max_nreg_consumer();
@@ -290,16 +316,24 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
 }
 
 /// Load role: producer thread `producer` streams its share of the op's stages into the ring
-/// (every `producers`-th stage from stage `producer`; slot `g % stages` holds stage `g`).
+/// (every `producers`-th stage from stage `producer`; slot `g % stages` holds stage `g`),
+/// announcing each stage's consumers where the stream skips (`SKIPS`).
 #[inline(always)]
-unsafe fn produce<Op: HopperOp>(p: &Op::Params, sm: Smem, maps: Maps, producer: u32, producers: u32) {
+unsafe fn produce<Op: HopperOp, const SKIPS: bool>(p: &Op::Params, sm: Smem, maps: Maps, producer: u32, producers: u32) {
     let mut st = PipelineState::starting_at(sm.t.stages, producer);
     let mut stream = unsafe { Op::Stream::new(p, ItemCursor::mine(Op::work(p)), sm.t, producer) };
     let lane0 = thread_idx().is_multiple_of(32);
     while let Some(stage) = unsafe { stream.next(p) } {
         unsafe {
-            let full = if lane0 { sm.ring.producer_acquire(st, sm.t.stage_bytes()) } else { sm.ring.full(st.slot) };
-            stream.issue(p, &stage, &maps, sm.t, sm.slot(st.slot), full);
+            let (consumers, bytes) = if SKIPS { stream.consumers(p, &stage, sm.t) } else { (u32::MAX, sm.t.stage_bytes()) };
+            let full = if !lane0 {
+                sm.ring.full(st.slot)
+            } else if SKIPS {
+                sm.ring.producer_acquire_for(st, bytes, consumers)
+            } else {
+                sm.ring.producer_acquire(st, bytes)
+            };
+            stream.issue(p, &stage, &maps, sm.t, sm.slot(st.slot), full, consumers);
         }
         let mut i = 0;
         while i < producers {
@@ -337,13 +371,14 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
         named_barrier(SKEW_BARRIER, 256);
     }
     let mut st = PipelineState::new(t.stages);
+    let skips = <Op::Stream as StageStream>::skips(p);
     let layout = Op::flags(p) & (flags::A_MN_MAJOR | flags::B_K_MAJOR);
     let mut items = unsafe { ItemCursor::mine(Op::work(p)) };
     while let Some(item) = unsafe { items.next() } {
         let n_k = Op::k_stages(p, &item, t);
         // (128 threads, 128) f32: the m64n256 accumulator fragment.
         let mut acc = [0.0f32; 128];
-        let ring = Mainloop { sm, a_off, b_off, n_k, lt };
+        let ring = Mainloop { sm, a_off, b_off, n_k, lt, c, skips };
         unsafe {
             match layout {
                 0 => ring.run::<I, false, false>(&mut acc, &mut st, &mut skew_left),
@@ -370,10 +405,45 @@ struct Mainloop {
     b_off: u32,
     n_k: u32,
     lt: u32,
+    /// This consumer warpgroup (its bit in a stage's consumer mask).
+    c: u32,
+    /// Whether the stream skips ([`StageStream::skips`]).
+    skips: bool,
+}
+
+/// Warps of a warpgroup.
+const WARPGROUP_WARPS: u32 = 4;
+
+/// Threads of a consumer warpgroup that release each stage: one, or where the stream skips,
+/// one per warp. A consumer that skips a stage releases it as soon as it has read the
+/// stage's mask; released by one thread, the slot could be refilled (and its mask rewritten)
+/// before the warpgroup's other warps had read the mask, and they would take the other path
+/// (perf notes v25: a hang, the warps of one warpgroup apart around its wgmma).
+#[inline(always)]
+const fn releasers(skips: bool) -> u32 {
+    if skips { WARPGROUP_WARPS } else { 1 }
 }
 
 impl Mainloop {
-    /// `n_k` stages into `acc`, operands K-major or MN-major as `A_MN` / `B_K` say.
+    /// Whether this thread is one of [`releasers`].
+    #[inline(always)]
+    fn releases(&self) -> bool {
+        if self.skips { self.lt.is_multiple_of(32) } else { self.lt == 0 }
+    }
+
+    /// One stage of consumer 0's lead done: at the last one, consumer 1 may start.
+    #[inline(always)]
+    fn count_skew(&self, skew_left: &mut u32) {
+        if *skew_left > 0 {
+            *skew_left -= 1;
+            if *skew_left == 0 {
+                named_barrier_arrive(SKEW_BARRIER, 256);
+            }
+        }
+    }
+
+    /// `n_k` stages into `acc`, operands K-major or MN-major as `A_MN` / `B_K` say; where the
+    /// stream skips, the stages without this consumer's bit are released unread.
     #[inline(always)]
     unsafe fn run<I: WgInput, const A_MN: bool, const B_K: bool>(&self, acc: &mut [f32; 128], st: &mut PipelineState, skew_left: &mut u32) {
         let ring = self.sm.ring;
@@ -387,6 +457,24 @@ impl Mainloop {
         let a_row = (16 * warp + lane % 16) * t.k_row_bytes() + (lane / 16) * 16;
         while kt < self.n_k {
             unsafe { ring.consumer_wait(*st) };
+            if self.skips && unsafe { ring.consumer_mask(st.slot) } & (1 << self.c) == 0 {
+                // Not this consumer's stage (its rows hold only zeros there): the previous
+                // stage's wgmma are finished first, so that both slots go back to the
+                // producer now rather than after this consumer's next stage.
+                if let Some(s) = prev.take() {
+                    wgmma_wait0(acc);
+                    if self.releases() {
+                        unsafe { ring.consumer_release(s) };
+                    }
+                }
+                if self.releases() {
+                    unsafe { ring.consumer_release(st.slot) };
+                }
+                st.advance();
+                kt += 1;
+                self.count_skew(skew_left);
+                continue;
+            }
             let slot = self.sm.slot(st.slot);
             let (a, b) = (slot.a + self.a_off, slot.b + self.b_off);
             if t.a_regs {
@@ -445,23 +533,18 @@ impl Mainloop {
                 wgmma_wait1(acc);
             }
             if let Some(s) = prev
-                && self.lt == 0
+                && self.releases()
             {
                 unsafe { ring.consumer_release(s) };
             }
             prev = Some(st.slot);
             st.advance();
             kt += 1;
-            if *skew_left > 0 {
-                *skew_left -= 1;
-                if *skew_left == 0 {
-                    named_barrier_arrive(SKEW_BARRIER, 256);
-                }
-            }
+            self.count_skew(skew_left);
         }
         wgmma_wait0(acc);
         if let Some(s) = prev
-            && self.lt == 0
+            && self.releases()
         {
             unsafe { ring.consumer_release(s) };
         }

@@ -63,19 +63,26 @@ impl MbarRing {
     }
 
     /// One thread, before the block's first barrier: `full` counts the producer's single
-    /// arrival, `empty` one arrival per consumer warpgroup.
+    /// arrival, `empty` the `releasers` arrivals of the consumer warpgroups (one per warpgroup,
+    /// or one per consumer warp).
     #[inline(always)]
-    pub unsafe fn init(&self, consumers: u32) {
+    pub unsafe fn init(&self, releasers: u32) {
         use crate::ptx_sm90::{fence_mbar_init, mbar_init};
         let mut s = 0;
         while s < self.stages {
             unsafe {
                 mbar_init(self.full(s), 1);
-                mbar_init(self.empty(s), consumers);
+                mbar_init(self.empty(s), releasers);
             }
             s += 1;
         }
         fence_mbar_init();
+    }
+
+    /// Shared address of the consumer mask of `slot` (after the barriers).
+    #[inline(always)]
+    fn mask(&self, slot: u32) -> u32 {
+        self.bars + 16 * self.stages + 4 * slot
     }
 
     /// Producer: waits until the slot of `st` is free (a fresh barrier passes at once, hence
@@ -92,13 +99,37 @@ impl MbarRing {
         }
     }
 
+    /// Producer, for a stage that not every consumer multiplies: as
+    /// [`MbarRing::producer_acquire`], and the slot's consumer mask (bit `c`: consumer
+    /// warpgroup `c` multiplies it) written in between, once the slot's previous readers have
+    /// released it. The full barrier's arrival (a release) publishes it with the stage.
+    #[inline(always)]
+    pub unsafe fn producer_acquire_for(&self, st: PipelineState, bytes: u32, consumers: u32) -> u32 {
+        use crate::ptx_sm90::{mbar_arrive_expect_tx, mbar_wait};
+        unsafe {
+            mbar_wait(self.empty(st.slot), st.phase ^ 1);
+            crate::ptx::st_shared_u32(self.mask(st.slot), consumers);
+            let full = self.full(st.slot);
+            mbar_arrive_expect_tx(full, bytes);
+            full
+        }
+    }
+
     /// Consumer: waits until the stage `st` has landed.
     #[inline(always)]
     pub unsafe fn consumer_wait(&self, st: PipelineState) {
         unsafe { crate::ptx_sm90::mbar_wait(self.full(st.slot), st.phase) }
     }
 
-    /// Consumer (one thread of the warpgroup): releases `slot` to the producer.
+    /// Consumer, after [`MbarRing::consumer_wait`] on `slot`: the stage's consumer mask (only
+    /// for stages the producer announced with [`MbarRing::producer_acquire_for`]).
+    #[inline(always)]
+    pub unsafe fn consumer_mask(&self, slot: u32) -> u32 {
+        unsafe { crate::ptx::ld_shared_u32(self.mask(slot)) }
+    }
+
+    /// Consumer (each of the releasing threads [`MbarRing::init`] counts): releases `slot` to
+    /// the producer.
     #[inline(always)]
     pub unsafe fn consumer_release(&self, slot: u32) {
         unsafe { crate::ptx_sm90::mbar_arrive(self.empty(slot)) }

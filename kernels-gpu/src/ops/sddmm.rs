@@ -184,7 +184,7 @@ mod hopper {
         }
 
         #[inline(always)]
-        unsafe fn issue(&self, p: &SddmmParams, kt: &u32, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
+        unsafe fn issue(&self, p: &SddmmParams, kt: &u32, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32, _consumers: u32) {
             let a_mn = p.flags & flags::A_MN_MAJOR != 0;
             let b_k = p.flags & flags::B_K_MAJOR != 0;
             let (k, batch) = (kt * WG_K, self.item.batch);

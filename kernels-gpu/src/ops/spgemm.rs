@@ -262,7 +262,7 @@ mod hopper {
         }
 
         #[inline(always)]
-        unsafe fn issue(&self, p: &SpgemmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
+        unsafe fn issue(&self, p: &SpgemmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32, _consumers: u32) {
             // The tile is grouped (`a_groups` column groups of 128, one A slice each). A: the
             // values as an (nnzA · bm, bk) matrix, group g's K-major box at column kin of its
             // block's first row. B: the values as an (nnzB · bk, bn) matrix, box j at row

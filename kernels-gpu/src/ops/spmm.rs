@@ -212,7 +212,7 @@ mod hopper {
     use super::*;
     use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
-    use crate::ptx::{shfl_idx, thread_idx};
+    use crate::ptx::{ballot, shfl_idx, thread_idx};
     use crate::ptx_sm90::tma_load_3d;
     use blocksparse_abi::{
         BLOCK_SIZES, BOX, PACKED_ROW, WG_K, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, WgmmaTile, WorkParams,
@@ -295,6 +295,45 @@ mod hopper {
         h < t.tm / t.ks && h < 1 << ml
     }
 
+    /// The consumers (bit `c`: consumer warpgroup `c`, rows `64 · (c / wg_n)` of the tile) whose
+    /// rows hold a block somewhere in a stage of a merged plan, from the stage's rows holding one
+    /// (bit `h`: merged row `h`, of `1 << rb_log2` rows).
+    #[inline(always)]
+    fn consumer_mask(t: WgmmaTile, rb_log2: u32, rows: u32) -> u32 {
+        // Merged rows per consumer row group (merged rows are at most WG_M tall).
+        let per = WG_M >> rb_log2;
+        let mut mask = 0;
+        let mut c = 0;
+        while c < t.consumers() {
+            if (rows >> ((c / t.wg_n) * per)) & ((1 << per) - 1) != 0 {
+                mask |= 1 << c;
+            }
+            c += 1;
+        }
+        mask
+    }
+
+    /// Whether the consumers of `mask` include those of tile row group `wm` (64 rows).
+    #[inline(always)]
+    fn rows_multiplied(t: WgmmaTile, mask: u32, wm: u32) -> bool {
+        mask & (1 << (wm * t.wg_n)) != 0
+    }
+
+    /// The merged rows (bit `h`, rows of `1 << rb_log2`) that the consumers of `mask` multiply.
+    #[inline(always)]
+    fn multiplied_rows(t: WgmmaTile, rb_log2: u32, mask: u32) -> u32 {
+        let per = WG_M >> rb_log2;
+        let mut rows = 0;
+        let mut wm = 0;
+        while wm < t.tm / WG_M {
+            if rows_multiplied(t, mask, wm) {
+                rows |= ((1 << per) - 1) << (wm * per);
+            }
+            wm += 1;
+        }
+        rows
+    }
+
     impl SpmmStages {
         /// The stage after the last one fetched, with its index loads issued.
         #[inline(always)]
@@ -347,6 +386,50 @@ mod hopper {
     impl StageStream for SpmmStages {
         type Params = SpmmParams;
         type Stage = Stage;
+        /// Where the plan says so ([`flags::A_SKIPS`]): a merged tile's consumer whose rows all
+        /// lack the stage's block column skips it.
+        #[inline(always)]
+        fn skips(p: &SpmmParams) -> bool {
+            p.flags & flags::A_SKIPS != 0
+        }
+
+        /// The consumers whose rows hold a block of the stage; the A boxes of the others are not
+        /// loaded. (Every consumer where the rows are not merged.)
+        #[inline(always)]
+        unsafe fn consumers(&self, p: &SpmmParams, s: &Stage, t: WgmmaTile) -> (u32, u32) {
+            let rb_log2 = rb_log2(p);
+            // (Merged rows are at most WG_M tall; a shallow tile may stream taller blocks
+            // unmerged.)
+            if p.flags & flags::A_MERGED == 0 || rb_log2 > WG_M.trailing_zeros() {
+                return (u32::MAX, t.stage_bytes());
+            }
+            let rows = if many_rows(t) {
+                // Warp-wide: lane h holds merged row h's block (NO_BLOCK past the rows).
+                ballot((s.blk[0] != NO_BLOCK) as u32)
+            } else {
+                let mut rows = 0;
+                let mut h = 0;
+                while h < MAX_MERGED {
+                    if s.blk[h] != NO_BLOCK {
+                        rows |= 1 << h;
+                    }
+                    h += 1;
+                }
+                rows
+            };
+            // (`opaque`: the row-group shifts are not hoisted out of the producer loop.)
+            let mask = consumer_mask(t, opaque(rb_log2), rows);
+            // Each row group left out is WG_M rows of A not loaded.
+            let mut bytes = t.stage_bytes();
+            let mut wm = 0;
+            while wm < t.tm / WG_M {
+                if !rows_multiplied(t, mask, wm) {
+                    bytes -= WG_M * t.k_row_bytes();
+                }
+                wm += 1;
+            }
+            (mask, bytes)
+        }
         /// Two: a 32-deep stage of four merged rows takes eight boxes, whose issue from one
         /// thread took longer than the tensor cores take to multiply the stage (perf notes v16).
         /// Four on the 16-deep tile: twelve boxes per stage of half the work.
@@ -387,7 +470,7 @@ mod hopper {
         }
 
         #[inline(always)]
-        unsafe fn issue(&self, p: &SpmmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32) {
+        unsafe fn issue(&self, p: &SpmmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32, consumers: u32) {
             let a_mn = p.flags & flags::A_MN_MAJOR != 0;
             let b_k = p.flags & flags::B_K_MAJOR != 0;
             // The shallow tiles stream K-major A only (the planner never gives them Aᵀ): their
@@ -430,9 +513,12 @@ mod hopper {
                             return;
                         }
                     }
+                    // Rows of a consumer that skips the stage are not loaded. (`opaque`: the
+                    // row masks are not hoisted out of the producer loop into registers.)
+                    let loaded = if consumers == u32::MAX { u32::MAX } else { multiplied_rows(t, opaque(rb_log2), consumers) };
                     let mut h = 0;
                     while h < t.tm / t.ks {
-                        if h < t.tm >> rb_log2 {
+                        if h < t.tm >> rb_log2 && loaded & (1 << h) != 0 {
                             let blk = blks[h as usize];
                             let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
                             let (x, y) = if packed {
