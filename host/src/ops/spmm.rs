@@ -236,7 +236,8 @@ impl Context {
         // A merged Hopper plan is weighed with and without skipping, as asked.
         let skip_choices: &[bool] = match opts.skip_absent {
             None => &[false, true],
-            Some(s) => core::slice::from_ref(if s { &true } else { &false }),
+            Some(true) => &[true],
+            Some(false) => &[false],
         };
         // (tile, rows merged, cost, merged stream, reordered, skipping)
         let mut best: Option<(TileChoice, u32, f64, Option<Merged>, bool, bool)> = None;
