@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 /// (function suffix, PTX input type)
 const INPUTS: [(&str, &str); 2] = [("f16", "f16"), ("bf16", "bf16")];
 /// Accumulator columns per instruction: a consumer's whole `(64, 256)` tile, or one 128-column
-/// group of it (the grouped-A tiles).
+/// group of it (the grouped-A tile), or one 64-row half of a column-split consumer's tile.
 const NS: [usize; 2] = [256, 128];
 
 fn main() {

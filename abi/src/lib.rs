@@ -255,6 +255,12 @@ pub struct WgmmaTile {
     /// sector reads, four times the requests: perf notes v18), while a 16-wide block's values
     /// are one contiguous run that unswizzled boxes read in whole 128-byte lines.
     pub a_regs: bool,
+    /// Consumer warpgroup `c` owns the tile's columns `128 · c ..` over all of its rows (two
+    /// `m64n128` per k16, rows 0–63 and 64–127 of one A slice) instead of rows `64 · c ..` over
+    /// all of its columns: each consumer then multiplies only the B boxes of its own columns,
+    /// and passes over the stages where they are all absent (SpGEMM: one C block of 128 columns
+    /// per consumer).
+    pub n_split: bool,
 }
 
 impl WgmmaTile {
@@ -328,6 +334,7 @@ impl WgmmaTile {
             && (self.a_groups == 1 || self.a_groups == self.tn() / 128)
             && (self.ks == WG_K || ((self.ks == 32 || self.ks == 16) && self.a_groups == 1))
             && (!self.a_regs || (self.ks == 16 && self.a_groups == 1))
+            && (!self.n_split || (self.tm == 128 && self.wg_n == 1 && self.a_groups == 1 && self.ks == WG_K && !self.a_regs))
             && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
@@ -346,16 +353,17 @@ pub const SM90_REGISTERS: u32 = 65536;
 pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 
 /// The Hopper tiles: first the ones indexed like [`WGMMA_TILE_ROWS`] (one A slice per stage),
-/// then their grouped-A twins ([`WGMMA_GROUPED_TILES`], SpGEMM), whose larger A stages leave
-/// room for fewer ring stages.
+/// then SpGEMM's 64-row grouped-A tile (whose larger A stages leave room for fewer ring
+/// stages), SpMM's shallow tiles ([`WGMMA_SHALLOW_TILES`]) and SpGEMM's 128-row column-split
+/// tile ([`WGMMA_SPGEMM_TILES`]).
 /// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
 pub const WGMMA_TILES: [WgmmaTile; 6] = [
-    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64, a_regs: false },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false },
-    WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4, ks: 64, a_regs: false },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 3, c_buffers: 2, skew: 1, a_groups: 2, ks: 64, a_regs: false },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32, a_regs: false },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 16, c_buffers: 2, skew: 1, a_groups: 1, ks: 16, a_regs: true },
+    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64, a_regs: false, n_split: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false, n_split: false },
+    WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4, ks: 64, a_regs: false, n_split: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32, a_regs: false, n_split: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 16, c_buffers: 2, skew: 1, a_groups: 1, ks: 16, a_regs: true, n_split: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false, n_split: true },
 ];
 
 /// Elements of one row of the block values as a tile with [`WgmmaTile::a_regs`] maps them when
@@ -367,10 +375,12 @@ pub const PACKED_ROW: u32 = 64;
 /// one 32-deep (16-deep) block column, A in `(ks, rb)` K-major boxes, one per merged block row
 /// of `rb ≥ ks` rows (`128 / rb` rows merged). The planner takes the deepest one whose `ks`
 /// divides the blocks' K extent.
-pub const WGMMA_SHALLOW_TILES: [usize; 2] = [4, 5];
+pub const WGMMA_SHALLOW_TILES: [usize; 2] = [3, 4];
 
-/// Index into [`WGMMA_TILES`] of the grouped-A tile with `WGMMA_TILE_ROWS[i]` rows.
-pub const WGMMA_GROUPED_TILES: [usize; 2] = [2, 3];
+/// Index into [`WGMMA_TILES`] of SpGEMM's tile with `WGMMA_TILE_ROWS[i]` rows: the grouped-A
+/// tile of 64 rows (each 128-column group streams its own list), the column-split tile of 128
+/// (one list for the tile, each consumer warpgroup skipping the stages its 128 columns lack).
+pub const WGMMA_SPGEMM_TILES: [usize; 2] = [2, 5];
 
 /// One C staging chunk: `(WG_M, 128 bytes)`, i.e. 64 columns of a 16-bit C or 32 of f32, in
 /// the 128-byte swizzle that the C tensor map's TMA stores read.
@@ -395,10 +405,10 @@ const _: () = {
     let mut i = 0;
     while i < WGMMA_TILE_ROWS.len() {
         // SDDMM's and SpGEMM's tiles stream stages of WG_K.
-        assert!(WGMMA_TILES[i].ks == WG_K && WGMMA_TILES[WGMMA_GROUPED_TILES[i]].ks == WG_K);
+        assert!(WGMMA_TILES[i].ks == WG_K && WGMMA_TILES[WGMMA_SPGEMM_TILES[i]].ks == WG_K);
         assert!(WGMMA_TILES[i].tm == WGMMA_TILE_ROWS[i] && WGMMA_TILES[i].a_groups == 1);
-        let g = WGMMA_TILES[WGMMA_GROUPED_TILES[i]];
-        assert!(g.tm == WGMMA_TILE_ROWS[i] && g.a_groups > 1);
+        let g = WGMMA_TILES[WGMMA_SPGEMM_TILES[i]];
+        assert!(g.tm == WGMMA_TILE_ROWS[i] && (g.a_groups > 1) != g.n_split);
         i += 1;
     }
 };
@@ -649,7 +659,8 @@ pub struct BlockOut {
 ///
 /// The plan lists, per output tile, its *stage records*: record `r` is `rec_words` u32 at
 /// `records + 4 · rec_words · r`, one group of `group_words` per column group of the tile (the
-/// whole tile for the portable kernels, each 128 columns for the grouped Hopper tiles). In
+/// whole tile for the portable kernels and the column-split Hopper tile, each 128 columns for
+/// the grouped Hopper tile). In
 /// group `g`, word 0 is an A block `p` (of the tile's block row; [`NO_BLOCK`] where the group's
 /// own list has ended) and word `1 + j` the B block `q` (in row `col(p)` of B) that meets the
 /// group's column block `j`, or [`NO_BLOCK`]. Each group's entries run in increasing K. The
@@ -688,7 +699,7 @@ pub struct SpgemmParams {
     pub a_rows: u32,
     /// Words of one column group of a record: its A block and one B block per column block of
     /// the group (`1 + tn / bn` = `rec_words` for the portable kernels, whose tile is one group;
-    /// `1 + 128 / bn` for the grouped Hopper tiles).
+    /// `1 + 128 / bn` for the grouped Hopper tile).
     pub group_words: u32,
     /// A dense C.
     pub out: DenseOut,
@@ -847,18 +858,18 @@ macro_rules! for_each_kernel {
         $m!(spmm_wgmma_bf16_t128_f16, Spmm, Hopper, Bf16, 1, F16);
         $m!(spmm_wgmma_bf16_t128_bf16, Spmm, Hopper, Bf16, 1, Bf16);
         $m!(spmm_wgmma_bf16_t128_f32, Spmm, Hopper, Bf16, 1, F32);
-        $m!(spmm_wgmma_f16_t128k32_f16, Spmm, Hopper, F16, 4, F16);
-        $m!(spmm_wgmma_f16_t128k32_bf16, Spmm, Hopper, F16, 4, Bf16);
-        $m!(spmm_wgmma_f16_t128k32_f32, Spmm, Hopper, F16, 4, F32);
-        $m!(spmm_wgmma_bf16_t128k32_f16, Spmm, Hopper, Bf16, 4, F16);
-        $m!(spmm_wgmma_bf16_t128k32_bf16, Spmm, Hopper, Bf16, 4, Bf16);
-        $m!(spmm_wgmma_bf16_t128k32_f32, Spmm, Hopper, Bf16, 4, F32);
-        $m!(spmm_wgmma_f16_t128k16_f16, Spmm, Hopper, F16, 5, F16);
-        $m!(spmm_wgmma_f16_t128k16_bf16, Spmm, Hopper, F16, 5, Bf16);
-        $m!(spmm_wgmma_f16_t128k16_f32, Spmm, Hopper, F16, 5, F32);
-        $m!(spmm_wgmma_bf16_t128k16_f16, Spmm, Hopper, Bf16, 5, F16);
-        $m!(spmm_wgmma_bf16_t128k16_bf16, Spmm, Hopper, Bf16, 5, Bf16);
-        $m!(spmm_wgmma_bf16_t128k16_f32, Spmm, Hopper, Bf16, 5, F32);
+        $m!(spmm_wgmma_f16_t128k32_f16, Spmm, Hopper, F16, 3, F16);
+        $m!(spmm_wgmma_f16_t128k32_bf16, Spmm, Hopper, F16, 3, Bf16);
+        $m!(spmm_wgmma_f16_t128k32_f32, Spmm, Hopper, F16, 3, F32);
+        $m!(spmm_wgmma_bf16_t128k32_f16, Spmm, Hopper, Bf16, 3, F16);
+        $m!(spmm_wgmma_bf16_t128k32_bf16, Spmm, Hopper, Bf16, 3, Bf16);
+        $m!(spmm_wgmma_bf16_t128k32_f32, Spmm, Hopper, Bf16, 3, F32);
+        $m!(spmm_wgmma_f16_t128k16_f16, Spmm, Hopper, F16, 4, F16);
+        $m!(spmm_wgmma_f16_t128k16_bf16, Spmm, Hopper, F16, 4, Bf16);
+        $m!(spmm_wgmma_f16_t128k16_f32, Spmm, Hopper, F16, 4, F32);
+        $m!(spmm_wgmma_bf16_t128k16_f16, Spmm, Hopper, Bf16, 4, F16);
+        $m!(spmm_wgmma_bf16_t128k16_bf16, Spmm, Hopper, Bf16, 4, Bf16);
+        $m!(spmm_wgmma_bf16_t128k16_f32, Spmm, Hopper, Bf16, 4, F32);
         $m!(sddmm_wgmma_f16_t64_f16, Sddmm, Hopper, F16, 0, F16);
         $m!(sddmm_wgmma_f16_t64_bf16, Sddmm, Hopper, F16, 0, Bf16);
         $m!(sddmm_wgmma_f16_t64_f32, Sddmm, Hopper, F16, 0, F32);
@@ -898,15 +909,15 @@ macro_rules! for_each_kernel {
         $m!(spgemm_wgmma_f16_t64_f16, Spgemm, Hopper, F16, 2, F16);
         $m!(spgemm_wgmma_f16_t64_bf16, Spgemm, Hopper, F16, 2, Bf16);
         $m!(spgemm_wgmma_f16_t64_f32, Spgemm, Hopper, F16, 2, F32);
-        $m!(spgemm_wgmma_f16_t128_f16, Spgemm, Hopper, F16, 3, F16);
-        $m!(spgemm_wgmma_f16_t128_bf16, Spgemm, Hopper, F16, 3, Bf16);
-        $m!(spgemm_wgmma_f16_t128_f32, Spgemm, Hopper, F16, 3, F32);
+        $m!(spgemm_wgmma_f16_t128_f16, Spgemm, Hopper, F16, 5, F16);
+        $m!(spgemm_wgmma_f16_t128_bf16, Spgemm, Hopper, F16, 5, Bf16);
+        $m!(spgemm_wgmma_f16_t128_f32, Spgemm, Hopper, F16, 5, F32);
         $m!(spgemm_wgmma_bf16_t64_f16, Spgemm, Hopper, Bf16, 2, F16);
         $m!(spgemm_wgmma_bf16_t64_bf16, Spgemm, Hopper, Bf16, 2, Bf16);
         $m!(spgemm_wgmma_bf16_t64_f32, Spgemm, Hopper, Bf16, 2, F32);
-        $m!(spgemm_wgmma_bf16_t128_f16, Spgemm, Hopper, Bf16, 3, F16);
-        $m!(spgemm_wgmma_bf16_t128_bf16, Spgemm, Hopper, Bf16, 3, Bf16);
-        $m!(spgemm_wgmma_bf16_t128_f32, Spgemm, Hopper, Bf16, 3, F32);
+        $m!(spgemm_wgmma_bf16_t128_f16, Spgemm, Hopper, Bf16, 5, F16);
+        $m!(spgemm_wgmma_bf16_t128_bf16, Spgemm, Hopper, Bf16, 5, Bf16);
+        $m!(spgemm_wgmma_bf16_t128_f32, Spgemm, Hopper, Bf16, 5, F32);
         $m!(fixup_f16, Fixup, Portable, F16, 0, F16);
         $m!(fixup_bf16, Fixup, Portable, F16, 0, Bf16);
         $m!(fixup_f32, Fixup, Portable, F16, 0, F32);

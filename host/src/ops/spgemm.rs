@@ -177,8 +177,8 @@ impl Layout2 {
         let (_, tn) = choice.shape();
         match choice.family {
             KernelFamily::Hopper => {
-                // The kernel's column groups: 128 columns each on the grouped tiles (the only
-                // Hopper tiles SpGEMM launches), the whole tile otherwise.
+                // The kernel's column groups: 128 columns each on the grouped tile, the whole
+                // tile otherwise (the column-split tile: one list for both halves).
                 let groups = WGMMA_TILES[choice.tile].a_groups as usize;
                 Layout2 { j_per_tile: (tn as usize / groups / bn).max(1), dense, groups }
             }
@@ -356,8 +356,11 @@ impl Context {
         let hopper = wgmma_tile_index(bm as u32)
             .filter(|_| bk.is_multiple_of(WG_K as usize) && bn.is_multiple_of(WG_K as usize) && fits(a) && fits(b));
         if let Some(rows) = hopper {
-            // The grouped-A twin of the tile (each 128-column group streams its own list).
-            let tile = blocksparse_abi::WGMMA_GROUPED_TILES[rows];
+            // 128 rows: the column-split tile (one A slice per stage for the tile's two
+            // 128-column halves, each consumer warpgroup skipping the stages its half lacks);
+            // 64 rows: the grouped-A twin of the tile (each 128-column group streams its own
+            // list).
+            let tile = blocksparse_abi::WGMMA_SPGEMM_TILES[rows];
             let key = KernelKey { op: OpKind::Spgemm, family: KernelFamily::Hopper, input: T::DTYPE, tile, output: T::DTYPE };
             if self.kernels.has(key) {
                 return Ok(TileChoice { family: KernelFamily::Hopper, tile });

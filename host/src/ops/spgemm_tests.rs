@@ -499,16 +499,18 @@ fn zip_groups_interleaves_each_groups_list() {
     assert_eq!((c.n_records, c.tiles.len(), &c.tiles), (3, 3, &z.tiles));
 }
 
-/// The Hopper record layout follows the grouped tiles the kernels run: one group per 128
-/// columns, `128 / bn` blocks each, covering the tile.
+/// The Hopper record layout follows the tiles the kernels run: on the grouped tile one group
+/// per 128 columns (`128 / bn` blocks each), on the column-split tile one group for the whole
+/// tile, covering it either way.
 #[test]
-fn hopper_layout_follows_the_grouped_tiles() {
-    for &tile in blocksparse_abi::WGMMA_GROUPED_TILES.iter() {
+fn hopper_layout_follows_the_spgemm_tiles() {
+    for &tile in blocksparse_abi::WGMMA_SPGEMM_TILES.iter() {
         let t = WGMMA_TILES[tile];
         for bn in [64usize, 128] {
             let l = Layout2::new(TileChoice { family: KernelFamily::Hopper, tile }, bn, true);
             assert_eq!(l.groups as u32, t.a_groups, "tile {tile}");
-            assert_eq!(l.j_per_tile * bn, 128, "tile {tile}, bn {bn}");
+            let group_cols = if t.n_split { t.tn() } else { 128 };
+            assert_eq!((l.j_per_tile * bn) as u32, group_cols, "tile {tile}, bn {bn}");
             assert_eq!(l.groups * l.j_per_tile * bn, t.tn() as usize, "tile {tile}, bn {bn}");
         }
     }

@@ -124,9 +124,9 @@ pub trait StageStream: Sized {
     /// Whether some stages of this launch leave consumer warpgroups out (a merged SpMM tile
     /// whose rows of one warpgroup all lack the stage's block): then the producer announces
     /// each stage's [`StageStream::consumers`] with it, and a consumer passes over the stages
-    /// without its bit instead of multiplying zeros. Uniform over the launch.
+    /// without its bit instead of multiplying zeros. Uniform over the launch (`t`: its tile).
     #[inline(always)]
-    fn skips(_p: &Self::Params) -> bool {
+    fn skips(_p: &Self::Params, _t: WgmmaTile) -> bool {
         false
     }
     /// The consumer warpgroups that multiply stage `s` (bit `c`: consumer `c`) and the bytes
@@ -170,16 +170,31 @@ impl Consumer {
     /// and C is row-major, else straight from the registers.
     #[inline(always)]
     pub unsafe fn store_dense<O: Output>(&self, out: &DenseOut, item: &WorkItem, acc: &[f32; 128]) {
+        unsafe { self.store_dense_at::<O, 128, 32>(out, item, acc, self.wm * WG_M, self.wn * WG_N) };
+    }
+
+    /// [`Consumer::store_dense`] of a `(64, 8 · J)` fragment (`N = 4 · J` accumulators) whose
+    /// element (0, 0) is the tile's `(row, col)`.
+    #[inline(always)]
+    pub unsafe fn store_dense_at<O: Output, const N: usize, const J: usize>(
+        &self,
+        out: &DenseOut,
+        item: &WorkItem,
+        acc: &[f32; N],
+        row: u32,
+        col: u32,
+    ) {
         let t = self.t;
-        let (row0, col0) = (item.tile_row * t.tm + self.wm * WG_M, item.n_tile * t.tn() + self.wn * WG_N);
+        let (row0, col0) = (item.tile_row * t.tm + row, item.n_tile * t.tn() + col);
         // Each warp's 16 rows lie in one stream row (of at least 16 rows): a row-mapped C is
         // addressed per warp.
         let wr = 16 * (self.lt / 32);
         let d = unsafe { DenseDest::mapped::<O>(out, item.batch, row0 + wr, wr, col0) };
+        let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
         if t.c_buffers > 0 && out.col_major == 0 {
-            unsafe { self.stage.store::<O, _, 128>(&d, out, acc, col0, row0, item.batch, self.lt) };
+            unsafe { self.stage.store::<O, _, N>(&d, out, acc, col0, row0, item.batch, self.lt) };
         } else {
-            unsafe { store_strip::<O, _, 32>(&d, wr, 0, self.lt % 32, Self::frag(acc)) };
+            unsafe { store_strip::<O, _, J>(&d, wr, 0, self.lt % 32, frag) };
         }
     }
 
@@ -291,7 +306,7 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
         t,
     };
     if tid == 0 {
-        unsafe { sm.ring.init(t.consumers() * releasers(<Op::Stream as StageStream>::skips(p))) };
+        unsafe { sm.ring.init(t.consumers() * releasers(<Op::Stream as StageStream>::skips(p, t))) };
     }
     sync_threads();
 
@@ -303,7 +318,7 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
             // Two copies of the loop: without skipping, the producer's stages carry none of its
             // bookkeeping (the shallow tiles' producers are near their issue limit, perf notes
             // v25).
-            if <Op::Stream as StageStream>::skips(p) {
+            if <Op::Stream as StageStream>::skips(p, t) {
                 unsafe { produce::<Op, true>(p, sm, maps, warp, producers) };
             } else {
                 unsafe { produce::<Op, false>(p, sm, maps, warp, producers) };
@@ -360,8 +375,15 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
     // B boxes 4 wn .. 4 wn + 4.
     // (Rows of a K-major A are k_row_bytes long; an MN-major A's box wm, of (ks, 64), is as
     // many bytes.)
-    let a_off = if t.a_groups == 1 { wm * WG_M * t.k_row_bytes() } else { 2 * wn * t.a_group_bytes() + wm * WG_M * t.k_row_bytes() };
-    let b_off = wn * (WG_N / BOX) * t.box_bytes();
+    // (A column-split tile, `n_split`: all of A's rows, B boxes `2 c ..`.)
+    let a_off = if t.n_split {
+        0
+    } else if t.a_groups == 1 {
+        wm * WG_M * t.k_row_bytes()
+    } else {
+        2 * wn * t.a_group_bytes() + wm * WG_M * t.k_row_bytes()
+    };
+    let b_off = if t.n_split { c * (128 / BOX) * t.box_bytes() } else { wn * (WG_N / BOX) * t.box_bytes() };
     // Lag of warpgroup 1 behind warpgroup 0 (`WgmmaTile::skew`): warpgroup 1 starts once
     // warpgroup 0 has multiplied `skew` stages (or all of its stages, if fewer). Both walk the
     // same stages, so the lag then persists: each one's epilogue overlaps the other's wgmma.
@@ -371,7 +393,7 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
         named_barrier(SKEW_BARRIER, 256);
     }
     let mut st = PipelineState::new(t.stages);
-    let skips = <Op::Stream as StageStream>::skips(p);
+    let skips = <Op::Stream as StageStream>::skips(p, t);
     let layout = Op::flags(p) & (flags::A_MN_MAJOR | flags::B_K_MAJOR);
     let mut items = unsafe { ItemCursor::mine(Op::work(p)) };
     while let Some(item) = unsafe { items.next() } {
@@ -485,6 +507,28 @@ impl Mainloop {
                 wgmma_fence();
                 let db = if B_K { k_major_desc(t, b, 0) } else { mn_major_desc(t, b, 0) };
                 unsafe { I::wgmma_rs::<B_K>(acc, af, db) };
+            } else if t.n_split {
+                wgmma_fence();
+                // This consumer's 128 columns over the tile's 128 rows: two m64n128 per k16 on
+                // the halves of the accumulator fragment (rows 0-63, 64-127 of the A slice),
+                // sharing the B descriptor. (SpGEMM only: K-major A, MN-major B.)
+                if A_MN || B_K {
+                    crate::ptx::trap();
+                }
+                let rows64 = WG_M * t.k_row_bytes();
+                // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
+                let (lo, hi) = unsafe { (&mut *(acc.as_mut_ptr() as *mut [f32; 64]), &mut *(acc.as_mut_ptr().add(64) as *mut [f32; 64])) };
+                let mut kk = 0;
+                while kk < t.ks / 16 {
+                    let da0 = k_major_desc(t, a, kk);
+                    let da1 = k_major_desc(t, a + rows64, kk);
+                    let db = mn_major_desc(t, b, kk);
+                    unsafe {
+                        I::wgmma_n128::<false, false>(lo, da0, db);
+                        I::wgmma_n128::<false, false>(hi, da1, db);
+                    }
+                    kk += 1;
+                }
             } else if t.a_groups == 1 {
                 wgmma_fence();
                 let mut kk = 0;

@@ -17,10 +17,13 @@
 //!     C tile (i, j·bn + jj) = alpha*acc + beta*C (dense: columns < N only; block-sparse: blocks
 //!     c0..c1 only), or acc → the item's partial slot (summed by the fix-up kernel)
 //! ```
-//! The K axis of an item is its records, each `bk` deep, cut into stages. On the Hopper kernel
-//! the tile's 128-column groups stream their own lists side by side (`SpgemmParams::records`):
-//! a stage holds one A slice per group, so a group computes only where its own blocks meet A's,
-//! not wherever any block of the tile does.
+//! The K axis of an item is its records, each `bk` deep, cut into stages. On the Hopper kernel's
+//! 64-row tile the tile's 128-column groups stream their own lists side by side
+//! (`SpgemmParams::records`): a stage holds one A slice per group, so a group computes only where
+//! its own blocks meet A's, not wherever any block of the tile does. On its 128-row tile
+//! (`WgmmaTile::n_split`) the tile streams one list, the union over its columns, with one A slice
+//! per stage; each consumer warpgroup owns 128 columns (all 128 rows) and passes over the stages
+//! where they hold no block, so neither the A slice nor the tensor work is spent on zeros.
 
 use blocksparse_abi::{FIXUP_TO_DENSE, MmaTile, NO_BLOCK, NO_SLOT, SpgemmParams, WorkItem};
 
@@ -167,11 +170,20 @@ mod hopper {
         boxes: u32,
     }
 
-    /// Record word of B box `j` (tile columns `64 j ..`): in group `j / 2`, block `(64 (j % 2))
-    /// / bn` of it.
+    /// Columns of one column group of tile `t`'s records: 128 on the grouped tiles, the whole
+    /// tile otherwise.
     #[inline(always)]
-    fn box_word(j: u32, gw: u32, bn_log2: u32) -> u32 {
-        (j / 2) * gw + 1 + (((j % 2) * BOX) >> bn_log2)
+    const fn group_cols(t: WgmmaTile) -> u32 {
+        t.tn() / t.a_groups
+    }
+
+    /// Record word of B box `j` (tile columns `64 j ..`) of a record of `groups` column groups
+    /// of `gw` words over the tile's `tn` columns: in group `64 j / (tn / groups)`, block
+    /// `(64 j mod (tn / groups)) / bn` of it.
+    #[inline(always)]
+    fn box_word(j: u32, gw: u32, bn_log2: u32, group_cols: u32) -> u32 {
+        let col = j * BOX;
+        (col / group_cols) * gw + 1 + ((col % group_cols) >> bn_log2)
     }
 
     /// The producer's stream: each item's records in order, `bk / 64` stages each. A record's
@@ -181,6 +193,7 @@ mod hopper {
     pub struct SpgemmStages {
         items: ItemCursor,
         item: WorkItem,
+        t: WgmmaTile,
         /// Next record and K offset inside it.
         r: u32,
         kin: u32,
@@ -230,8 +243,8 @@ mod hopper {
             }
             let mut boxes = 0;
             let mut j = 0;
-            while j < 2 * groups {
-                if unsafe { record_word(p, r, box_word(j, gw, bn_log2)) } != NO_BLOCK {
+            while j < self.t.tn() / BOX {
+                if unsafe { record_word(p, r, box_word(j, gw, bn_log2, group_cols(self.t))) } != NO_BLOCK {
                     boxes |= 1 << j;
                 }
                 j += 1;
@@ -245,11 +258,11 @@ mod hopper {
         type Stage = Stage;
 
         #[inline(always)]
-        unsafe fn new(p: &SpgemmParams, items: ItemCursor, _t: WgmmaTile, _producer: u32) -> Self {
+        unsafe fn new(p: &SpgemmParams, items: ItemCursor, t: WgmmaTile, _producer: u32) -> Self {
             if let Some(first) = items.peek() {
                 unsafe { prefetch_records(p, &first) };
             }
-            let mut s = SpgemmStages { items, item: WorkItem::default(), r: 0, kin: 0, pending: None };
+            let mut s = SpgemmStages { items, item: WorkItem::default(), t, r: 0, kin: 0, pending: None };
             s.pending = unsafe { s.fetch(p) };
             s
         }
@@ -261,8 +274,32 @@ mod hopper {
             Some(current)
         }
 
+        /// On the column-split tile, where the records are not grouped: consumer `c` owns the
+        /// tile's B boxes `2 c, 2 c + 1` (128 columns).
         #[inline(always)]
-        unsafe fn issue(&self, p: &SpgemmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32, _consumers: u32) {
+        fn skips(_p: &SpgemmParams, t: WgmmaTile) -> bool {
+            t.n_split
+        }
+
+        /// The consumers whose 128 columns hold a block of the stage; the others' B boxes are
+        /// not loaded.
+        #[inline(always)]
+        unsafe fn consumers(&self, _p: &SpgemmParams, s: &Stage, t: WgmmaTile) -> (u32, u32) {
+            let mut mask = 0;
+            let mut bytes = t.a_stage_bytes();
+            let mut c = 0;
+            while c < t.consumers() {
+                if (s.boxes >> (2 * c)) & 3 != 0 {
+                    mask |= 1 << c;
+                    bytes += 2 * t.box_bytes();
+                }
+                c += 1;
+            }
+            (mask, bytes)
+        }
+
+        #[inline(always)]
+        unsafe fn issue(&self, p: &SpgemmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32, consumers: u32) {
             // The tile is grouped (`a_groups` column groups of 128, one A slice each). A: the
             // values as an (nnzA · bm, bk) matrix, group g's K-major box at column kin of its
             // block's first row. B: the values as an (nnzB · bk, bn) matrix, box j at row
@@ -283,12 +320,37 @@ mod hopper {
                 while j < t.tn() / BOX {
                     let n = (j * BOX) & ((1 << bn_log2) - 1);
                     let row = if (s.boxes >> j) & 1 != 0 {
-                        (record_word(p, s.record, box_word(j, gw, bn_log2)) << p.bk_log2) + s.kin
+                        (record_word(p, s.record, box_word(j, gw, bn_log2, group_cols(t))) << p.bk_log2) + s.kin
                     } else {
                         p.b_rows
                     };
-                    load_b_box(maps, t, false, slot, j, n, row, s.batch, full);
+                    // A consumer that skips the stage (column-split tile) reads none of its boxes.
+                    if (consumers >> (j / 2)) & 1 != 0 || !t.n_split {
+                        load_b_box(maps, t, false, slot, j, n, row, s.batch, full);
+                    }
                     j += 1;
+                }
+            }
+        }
+    }
+
+    impl Spgemm {
+        /// Stores a `(64, 128)` fragment of the column-split tile whose element (0, 0) is the
+        /// tile's `(row, col)`.
+        #[inline(always)]
+        unsafe fn store_half<O: Output>(p: &SpgemmParams, item: &WorkItem, acc: &[f32; 64], c: &Consumer, row: u32, col: u32) {
+            let t = c.t;
+            let (w, l) = (c.lt / 32, c.lt % 32);
+            let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
+            unsafe {
+                if item.partial_slot != NO_SLOT {
+                    let tile = partial_tile(&p.work, item.partial_slot, t.tm * t.tn());
+                    store_partial_strip::<16>(tile, t.tn(), row + 16 * w, col, l, frag);
+                } else if p.to == FIXUP_TO_DENSE {
+                    c.store_dense_at::<O, 64, 16>(&p.out, item, acc, row, col);
+                } else {
+                    let d = block_dest::<O>(p, item, row);
+                    store_strip::<O, _, 16>(&d, 16 * w, col, l, frag);
                 }
             }
         }
@@ -318,6 +380,18 @@ mod hopper {
             let t = c.t;
             let (w, l) = (c.lt / 32, c.lt % 32);
             let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
+            if t.n_split {
+                // Consumer `wm` owns columns 128 wm ..: rows 0-63 in the first half of `acc`,
+                // 64-127 in the second.
+                // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
+                let (lo, hi) = unsafe { (&*(acc.as_ptr() as *const [f32; 64]), &*(acc.as_ptr().add(64) as *const [f32; 64])) };
+                let col = 128 * c.wm;
+                unsafe {
+                    Self::store_half::<O>(p, item, lo, c, 0, col);
+                    Self::store_half::<O>(p, item, hi, c, WG_M, col);
+                }
+                return;
+            }
             if item.partial_slot != NO_SLOT {
                 let tile = partial_tile(&p.work, item.partial_slot, t.tm * t.tn());
                 unsafe { store_partial_strip::<32>(tile, t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };

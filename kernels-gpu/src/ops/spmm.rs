@@ -389,7 +389,7 @@ mod hopper {
         /// Where the plan says so ([`flags::A_SKIPS`]): a merged tile's consumer whose rows all
         /// lack the stage's block column skips it.
         #[inline(always)]
-        fn skips(p: &SpmmParams) -> bool {
+        fn skips(p: &SpmmParams, _t: WgmmaTile) -> bool {
             p.flags & flags::A_SKIPS != 0
         }
 
