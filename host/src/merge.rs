@@ -71,17 +71,18 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
 }
 
 /// The model's L2 traffic, in elements, of streaming rows of `positions` blocks in all (K
-/// blocks of depth `kb`) through `(tm, tn)` output tiles over `n` columns: each stage of each
-/// of the `⌈n / tn⌉` N tiles reads a `(tm, ks)` slice of A, and of B the `(ks, ·)` columns that
-/// exist, in units of `b_unit` columns (a 64-column TMA box on the Hopper kernel, a 16-byte
-/// chunk on the portable one); a row of `len` blocks costs `len · kb · (⌈n / tn⌉ · tm +
-/// ⌈n⌉_b_unit)`. Across the tiles of both kernel families the measured rates follow this
-/// traffic (perf notes v15), and the zero rows a merged tile streams are counted like any other.
-pub(crate) fn l2_traffic(positions: u64, kb: u32, (tm, tn): (u32, u32), b_unit: u32, n: usize) -> u128 {
+/// blocks of depth `kb`) through output tiles `tn` wide over `n` columns, `a_rows` rows of A
+/// in all: each stage of each of the `⌈n / tn⌉` N tiles reads its `(rows, ks)` slices of A
+/// (`tm` rows, or on a skipping tile the multiplying warpgroups' only: `a_rows` is `positions
+/// · tm` or fewer), and of B the `(ks, ·)` columns that exist, in units of `b_unit` columns (a
+/// 64-column TMA box on the Hopper kernel, a 16-byte chunk on the portable one): `kb · (a_rows ·
+/// ⌈n / tn⌉ + positions · ⌈n⌉_b_unit)`. Across the tiles of both kernel families the measured
+/// rates follow this traffic (perf notes v15), and the zero rows a merged tile streams are
+/// counted like any other.
+pub(crate) fn l2_traffic(positions: u64, a_rows: u64, kb: u32, tn: u32, b_unit: u32, n: usize) -> u128 {
     let n = n as u128;
-    let (tm, tn, unit) = (tm as u128, tn.max(1) as u128, b_unit.max(1) as u128);
-    let per_stage_row = (n.div_ceil(tn) * tm + n.div_ceil(unit) * unit) * kb as u128;
-    positions as u128 * per_stage_row
+    let (tn, unit) = (tn.max(1) as u128, b_unit.max(1) as u128);
+    (a_rows as u128 * n.div_ceil(tn) + positions as u128 * n.div_ceil(unit) * unit) * kb as u128
 }
 
 /// The weight of tensor-core work in [`plan_cost`], in bytes of L2 traffic per flop a tile
@@ -96,21 +97,24 @@ pub(crate) fn l2_traffic(positions: u64, kb: u32, (tm, tn): (u32, u32), b_unit: 
 pub(crate) const WGMMA_BYTES_PER_FLOP: f64 = 0.0125;
 pub(crate) const MMA_BYTES_PER_FLOP: f64 = 0.0275;
 
-/// The planner's cost of a plan of `positions` stream positions, in bytes: its [`l2_traffic`]
-/// (of `elem_bytes` elements) plus `bytes_per_flop` times the flops its tiles compute,
-/// `2 · len · kb · tm · ⌈n / tn⌉ · tn` per row of `len` blocks (perf notes v16).
+/// The planner's cost of a plan of `positions` stream positions and `a_rows` rows of A
+/// ([`l2_traffic`]), in bytes: its [`l2_traffic`] (of `elem_bytes` elements) plus
+/// `bytes_per_flop` times the flops its tiles compute, `2 · a_rows · kb · ⌈n / tn⌉ · tn`
+/// (perf notes v16).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_cost(
     positions: u64,
+    a_rows: u64,
     kb: u32,
-    (tm, tn): (u32, u32),
+    tn: u32,
     b_unit: u32,
     n: usize,
     elem_bytes: usize,
     bytes_per_flop: f64,
 ) -> f64 {
-    let traffic = l2_traffic(positions, kb, (tm, tn), b_unit, n) as f64 * elem_bytes as f64;
+    let traffic = l2_traffic(positions, a_rows, kb, tn, b_unit, n) as f64 * elem_bytes as f64;
     let tn = tn.max(1) as f64;
-    let flops = 2.0 * positions as f64 * kb as f64 * tm as f64 * (n as f64 / tn).ceil() * tn;
+    let flops = 2.0 * a_rows as f64 * kb as f64 * (n as f64 / tn).ceil() * tn;
     traffic + bytes_per_flop * flops
 }
 
@@ -131,6 +135,13 @@ pub(crate) const ITEM_FLOOR_PER_C_BYTE: f64 = 10.0;
 /// and weighted by [`WGMMA_BYTES_PER_FLOP`] on the Hopper kernels, in 16-byte chunks and by
 /// [`MMA_BYTES_PER_FLOP`] on the portable ones.
 pub(crate) fn tile_cost(row_ptr: &[u32], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {
+    let tm = choice.shape().0 as u64;
+    rows_cost(row_ptr.windows(2).map(|w| (w[1] - w[0]) as u64).map(|len| (len, len * tm)), kb, choice, n, elem_bytes, 1.0)
+}
+
+/// [`tile_cost`] of stream rows given as (positions, rows of A streamed), each row's cost times
+/// `factor`.
+fn rows_cost(rows: impl Iterator<Item = (u64, u64)>, kb: u32, choice: TileChoice, n: usize, elem_bytes: usize, factor: f64) -> f64 {
     let (b_unit, bytes_per_flop) = match choice.family {
         KernelFamily::Hopper => (BOX, WGMMA_BYTES_PER_FLOP),
         KernelFamily::Portable => (CHUNK_ELEMS, MMA_BYTES_PER_FLOP),
@@ -138,7 +149,8 @@ pub(crate) fn tile_cost(row_ptr: &[u32], kb: u32, choice: TileChoice, n: usize, 
     let (tm, tn) = choice.shape();
     // The C a stream row's items write: `(tm, n)`.
     let row_floor = ITEM_FLOOR_PER_C_BYTE * tm as f64 * n as f64 * elem_bytes as f64;
-    row_ptr.windows(2).map(|w| plan_cost((w[1] - w[0]) as u64, kb, (tm, tn), b_unit, n, elem_bytes, bytes_per_flop).max(row_floor)).sum()
+    rows.map(|(positions, a_rows)| (factor * plan_cost(positions, a_rows, kb, tn, b_unit, n, elem_bytes, bytes_per_flop)).max(row_floor))
+        .sum()
 }
 
 /// Per merged row of `merged` (`m` stream rows per tile of `tm` rows): how many of its
@@ -185,24 +197,9 @@ pub(crate) const SKIP_FACTOR_DEEP: f64 = 1.11;
 /// work count only the multiplying warpgroups' rows, B's every stage; times
 /// [`SKIP_FACTOR_SHALLOW`] or [`SKIP_FACTOR_DEEP`].
 pub(crate) fn skip_tile_cost(row_ptr: &[u32], groups: &[u64], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {
-    let (tm, tn) = choice.shape();
-    let ks = choice.ks();
-    let (nf, tnf, kbf) = (n as f64, tn.max(1) as f64, kb as f64);
-    let n_tiles = (nf / tnf).ceil();
-    let b_cols = (n as u64).div_ceil(BOX as u64) as f64 * BOX as f64;
-    let row_floor = ITEM_FLOOR_PER_C_BYTE * tm as f64 * nf * elem_bytes as f64;
-    let factor = if ks < blocksparse_abi::WG_K { SKIP_FACTOR_SHALLOW } else { SKIP_FACTOR_DEEP };
-    row_ptr
-        .windows(2)
-        .zip(groups)
-        .map(|(w, &g)| {
-            let positions = (w[1] - w[0]) as f64;
-            let rows = g as f64 * WG_M as f64;
-            let traffic = (positions * b_cols + rows * n_tiles) * kbf * elem_bytes as f64;
-            let flops = 2.0 * rows * kbf * n_tiles * tnf;
-            (factor * (traffic + WGMMA_BYTES_PER_FLOP * flops)).max(row_floor)
-        })
-        .sum()
+    let factor = if choice.ks() < blocksparse_abi::WG_K { SKIP_FACTOR_SHALLOW } else { SKIP_FACTOR_DEEP };
+    let rows = row_ptr.windows(2).zip(groups).map(|(w, &g)| ((w[1] - w[0]) as u64, g * WG_M as u64));
+    rows_cost(rows, kb, choice, n, elem_bytes, factor)
 }
 
 #[cfg(test)]
@@ -349,9 +346,9 @@ mod tests {
             [("causal", causal, true), ("banded", banded, true), ("blockdiag", blockdiag, true), ("bigbird", bigbird, false)]
         {
             let (row_ptr, kidx) = csr(&mask, rows);
-            let plain = plan_cost(positions(&row_ptr), 64, (64, 256), 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
+            let plain = plan_cost(positions(&row_ptr), 64 * positions(&row_ptr), 64, 256, 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
             let g = merge_rows(&row_ptr, &kidx, |q| q as u32, 2).unwrap();
-            let merged = plan_cost(positions(&g.row_ptr), 64, (128, 256), 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
+            let merged = plan_cost(positions(&g.row_ptr), 128 * positions(&g.row_ptr), 64, 256, 64, 8192, 2, WGMMA_BYTES_PER_FLOP);
             assert_eq!(merged < plain, merge, "seed {seed}: {name}: merged {merged} vs plain {plain}");
         }
     }
@@ -372,9 +369,10 @@ mod tests {
             let (row_ptr, kidx) = csr(&mask, rows);
             for n in [8192usize, 1000, 256, 64, 1] {
                 for (kb, plain_tile, merged_tile, m, unit) in [(64, (64, 512), (128, 256), 2, 64), (32, (32, 256), (128, 128), 4, 8)] {
-                    let plain = l2_traffic(positions(&row_ptr), kb, plain_tile, unit, n);
                     let g = merge_rows(&row_ptr, &kidx, |q| q as u32, m).unwrap();
-                    let merged = l2_traffic(positions(&g.row_ptr), kb, merged_tile, unit, n);
+                    let (p, q) = (positions(&row_ptr), positions(&g.row_ptr));
+                    let plain = l2_traffic(p, p * plain_tile.0, kb, plain_tile.1, unit, n);
+                    let merged = l2_traffic(q, q * merged_tile.0, kb, merged_tile.1, unit, n);
                     assert_eq!(merged < plain, merge, "seed {seed}: {name}, N {n}, m {m}: merged {merged} vs plain {plain}");
                 }
             }

@@ -159,9 +159,9 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// The m64n256 fragment `acc` as `(4,)` f32 groups, `j` = n8 group.
+    /// The `(64, 8 · N / 4)` wgmma fragment `acc` as `(4,)` f32 groups, `j` = n8 group.
     #[inline(always)]
-    fn frag(acc: &[f32; 128]) -> impl Fn(usize) -> [f32; 4] + '_ {
+    pub fn frag<const N: usize>(acc: &[f32; N]) -> impl Fn(usize) -> [f32; 4] + '_ {
         |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]]
     }
 
@@ -190,11 +190,10 @@ impl Consumer {
         // addressed per warp.
         let wr = 16 * (self.lt / 32);
         let d = unsafe { DenseDest::mapped::<O>(out, item.batch, row0 + wr, wr, col0) };
-        let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
         if t.c_buffers > 0 && out.col_major == 0 {
             unsafe { self.stage.store::<O, _, N>(&d, out, acc, col0, row0, item.batch, self.lt) };
         } else {
-            unsafe { store_strip::<O, _, J>(&d, wr, 0, self.lt % 32, frag) };
+            unsafe { store_strip::<O, _, J>(&d, wr, 0, self.lt % 32, Self::frag(acc)) };
         }
     }
 
@@ -341,13 +340,7 @@ unsafe fn produce<Op: HopperOp, const SKIPS: bool>(p: &Op::Params, sm: Smem, map
     while let Some(stage) = unsafe { stream.next(p) } {
         unsafe {
             let (consumers, bytes) = if SKIPS { stream.consumers(p, &stage, sm.t) } else { (u32::MAX, sm.t.stage_bytes()) };
-            let full = if !lane0 {
-                sm.ring.full(st.slot)
-            } else if SKIPS {
-                sm.ring.producer_acquire_for(st, bytes, consumers)
-            } else {
-                sm.ring.producer_acquire(st, bytes)
-            };
+            let full = if lane0 { sm.ring.producer_acquire(st, bytes, SKIPS.then_some(consumers)) } else { sm.ring.full(st.slot) };
             stream.issue(p, &stage, &maps, sm.t, sm.slot(st.slot), full, consumers);
         }
         let mut i = 0;

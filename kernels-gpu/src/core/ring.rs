@@ -87,28 +87,18 @@ impl MbarRing {
 
     /// Producer: waits until the slot of `st` is free (a fresh barrier passes at once, hence
     /// the opposite parity), then announces `bytes` of loads on its full barrier, which the
-    /// loads issued next complete. Returns that barrier.
+    /// loads issued next complete. Returns that barrier. For a stage that not every consumer
+    /// multiplies, `consumers` is its consumer mask (bit `c`: consumer warpgroup `c` multiplies
+    /// it), written in between, once the slot's previous readers have released it: the full
+    /// barrier's arrival (a release) publishes it with the stage.
     #[inline(always)]
-    pub unsafe fn producer_acquire(&self, st: PipelineState, bytes: u32) -> u32 {
+    pub unsafe fn producer_acquire(&self, st: PipelineState, bytes: u32, consumers: Option<u32>) -> u32 {
         use crate::ptx_sm90::{mbar_arrive_expect_tx, mbar_wait};
         unsafe {
             mbar_wait(self.empty(st.slot), st.phase ^ 1);
-            let full = self.full(st.slot);
-            mbar_arrive_expect_tx(full, bytes);
-            full
-        }
-    }
-
-    /// Producer, for a stage that not every consumer multiplies: as
-    /// [`MbarRing::producer_acquire`], and the slot's consumer mask (bit `c`: consumer
-    /// warpgroup `c` multiplies it) written in between, once the slot's previous readers have
-    /// released it. The full barrier's arrival (a release) publishes it with the stage.
-    #[inline(always)]
-    pub unsafe fn producer_acquire_for(&self, st: PipelineState, bytes: u32, consumers: u32) -> u32 {
-        use crate::ptx_sm90::{mbar_arrive_expect_tx, mbar_wait};
-        unsafe {
-            mbar_wait(self.empty(st.slot), st.phase ^ 1);
-            crate::ptx::st_shared_u32(self.mask(st.slot), consumers);
+            if let Some(mask) = consumers {
+                crate::ptx::st_shared_u32(self.mask(st.slot), mask);
+            }
             let full = self.full(st.slot);
             mbar_arrive_expect_tx(full, bytes);
             full
@@ -122,7 +112,7 @@ impl MbarRing {
     }
 
     /// Consumer, after [`MbarRing::consumer_wait`] on `slot`: the stage's consumer mask (only
-    /// for stages the producer announced with [`MbarRing::producer_acquire_for`]).
+    /// for stages the producer announced with one, [`MbarRing::producer_acquire`]).
     #[inline(always)]
     pub unsafe fn consumer_mask(&self, slot: u32) -> u32 {
         unsafe { crate::ptx::ld_shared_u32(self.mask(slot)) }

@@ -325,7 +325,7 @@ mod hopper {
                         p.b_rows
                     };
                     // A consumer that skips the stage (column-split tile) reads none of its boxes.
-                    if (consumers >> (j / 2)) & 1 != 0 || !t.n_split {
+                    if (consumers >> (j / 2)) & 1 != 0 {
                         load_b_box(maps, t, false, slot, j, n, row, s.batch, full);
                     }
                     j += 1;
@@ -335,22 +335,29 @@ mod hopper {
     }
 
     impl Spgemm {
-        /// Stores a `(64, 128)` fragment of the column-split tile whose element (0, 0) is the
-        /// tile's `(row, col)`.
+        /// Stores a consumer's `(64, 8 · J)` fragment (`N = 4 · J` accumulators) whose element
+        /// (0, 0) is the tile's `(row, col)`: into the item's partial slot, a dense C or C's
+        /// blocks.
         #[inline(always)]
-        unsafe fn store_half<O: Output>(p: &SpgemmParams, item: &WorkItem, acc: &[f32; 64], c: &Consumer, row: u32, col: u32) {
+        unsafe fn store_fragment<O: Output, const N: usize, const J: usize>(
+            p: &SpgemmParams,
+            item: &WorkItem,
+            acc: &[f32; N],
+            c: &Consumer,
+            row: u32,
+            col: u32,
+        ) {
             let t = c.t;
             let (w, l) = (c.lt / 32, c.lt % 32);
-            let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
             unsafe {
                 if item.partial_slot != NO_SLOT {
                     let tile = partial_tile(&p.work, item.partial_slot, t.tm * t.tn());
-                    store_partial_strip::<16>(tile, t.tn(), row + 16 * w, col, l, frag);
+                    store_partial_strip::<J>(tile, t.tn(), row + 16 * w, col, l, Consumer::frag(acc));
                 } else if p.to == FIXUP_TO_DENSE {
-                    c.store_dense_at::<O, 64, 16>(&p.out, item, acc, row, col);
+                    c.store_dense_at::<O, N, J>(&p.out, item, acc, row, col);
                 } else {
                     let d = block_dest::<O>(p, item, row);
-                    store_strip::<O, _, 16>(&d, 16 * w, col, l, frag);
+                    store_strip::<O, _, J>(&d, 16 * w, col, l, Consumer::frag(acc));
                 }
             }
         }
@@ -377,29 +384,18 @@ mod hopper {
 
         #[inline(always)]
         unsafe fn store<O: Output>(p: &SpgemmParams, item: &WorkItem, acc: &[f32; 128], c: &Consumer) {
-            let t = c.t;
-            let (w, l) = (c.lt / 32, c.lt % 32);
-            let frag = |j: usize| [acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]];
-            if t.n_split {
+            if c.t.n_split {
                 // Consumer `wm` owns columns 128 wm ..: rows 0-63 in the first half of `acc`,
                 // 64-127 in the second.
                 // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
                 let (lo, hi) = unsafe { (&*(acc.as_ptr() as *const [f32; 64]), &*(acc.as_ptr().add(64) as *const [f32; 64])) };
                 let col = 128 * c.wm;
                 unsafe {
-                    Self::store_half::<O>(p, item, lo, c, 0, col);
-                    Self::store_half::<O>(p, item, hi, c, WG_M, col);
+                    Self::store_fragment::<O, 64, 16>(p, item, lo, c, 0, col);
+                    Self::store_fragment::<O, 64, 16>(p, item, hi, c, WG_M, col);
                 }
-                return;
-            }
-            if item.partial_slot != NO_SLOT {
-                let tile = partial_tile(&p.work, item.partial_slot, t.tm * t.tn());
-                unsafe { store_partial_strip::<32>(tile, t.tn(), c.wm * WG_M + 16 * w, c.wn * WG_N, l, frag) };
-            } else if p.to == FIXUP_TO_DENSE {
-                unsafe { c.store_dense::<O>(&p.out, item, acc) };
             } else {
-                let d = block_dest::<O>(p, item, c.wm * WG_M);
-                unsafe { store_strip::<O, _, 32>(&d, 16 * w, c.wn * WG_N, l, frag) };
+                unsafe { Self::store_fragment::<O, 128, 32>(p, item, acc, c, c.wm * WG_M, c.wn * WG_N) };
             }
         }
     }
