@@ -353,14 +353,15 @@ pub const SM90_REGISTERS: u32 = 65536;
 pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 
 /// The Hopper tiles: first the ones indexed like [`WGMMA_TILE_ROWS`] (one A slice per stage),
-/// then SpGEMM's 64-row grouped-A tile (whose larger A stages leave room for fewer ring
-/// stages), SpMM's shallow tiles ([`WGMMA_SHALLOW_TILES`]) and SpGEMM's 128-row column-split
+/// then SpGEMM's 64-row grouped-A tile (64 × 256, one consumer warpgroup: a 64 × 512 tile's
+/// 96 KB stages left room for two, and its consumers waited on data; perf notes v26), SpMM's
+/// shallow tiles ([`WGMMA_SHALLOW_TILES`]) and SpGEMM's 128-row column-split
 /// tile ([`WGMMA_SPGEMM_TILES`]).
 /// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
 pub const WGMMA_TILES: [WgmmaTile; 6] = [
     WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64, a_regs: false, n_split: false },
     WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false, n_split: false },
-    WgmmaTile { tm: 64, wg_n: 2, stages: 2, c_buffers: 0, skew: 0, a_groups: 4, ks: 64, a_regs: false, n_split: false },
+    WgmmaTile { tm: 64, wg_n: 1, stages: 4, c_buffers: 0, skew: 0, a_groups: 2, ks: 64, a_regs: false, n_split: false },
     WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32, a_regs: false, n_split: false },
     WgmmaTile { tm: 128, wg_n: 1, stages: 16, c_buffers: 2, skew: 1, a_groups: 1, ks: 16, a_regs: true, n_split: false },
     WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false, n_split: true },
@@ -378,7 +379,7 @@ pub const PACKED_ROW: u32 = 64;
 pub const WGMMA_SHALLOW_TILES: [usize; 2] = [3, 4];
 
 /// Index into [`WGMMA_TILES`] of SpGEMM's tile with `WGMMA_TILE_ROWS[i]` rows: the grouped-A
-/// tile of 64 rows (each 128-column group streams its own list), the column-split tile of 128
+/// tile of 64 rows (each of its two 128-column groups streams its own list), the column-split tile of 128
 /// (one list for the tile, each consumer warpgroup skipping the stages its 128 columns lack).
 pub const WGMMA_SPGEMM_TILES: [usize; 2] = [2, 5];
 

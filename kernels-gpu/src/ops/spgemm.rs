@@ -186,9 +186,10 @@ mod hopper {
         (col / group_cols) * gw + 1 + ((col % group_cols) >> bn_log2)
     }
 
-    /// The producer's stream: each item's records in order, `bk / 64` stages each. A record's
-    /// words are read one stage ahead, from L2: an item's records are prefetched there when the
-    /// item before it starts (a record read from DRAM on its first use left the producer, one
+    /// The producer's stream: each item's records in order, `bk / 64` stages each, every
+    /// `producers`-th of them from stage `producer` on. A record's words are read one of the
+    /// producer's stages ahead, from L2: an item's records are prefetched there when the item
+    /// before it starts (a record read from DRAM on its first use left the producer, one
     /// thread, waiting a DRAM latency per stage: perf notes v14).
     pub struct SpgemmStages {
         items: ItemCursor,
@@ -197,6 +198,8 @@ mod hopper {
         /// Next record and K offset inside it.
         r: u32,
         kin: u32,
+        /// Stages to pass over (the other producers' share) before the next one fetched.
+        skip: u32,
         pending: Option<Stage>,
     }
 
@@ -214,14 +217,27 @@ mod hopper {
     impl SpgemmStages {
         #[inline(always)]
         unsafe fn fetch(&mut self, p: &SpgemmParams) -> Option<Stage> {
-            while self.r >= self.item.k_end {
-                self.item = unsafe { self.items.next() }?;
-                self.r = self.item.k_begin;
-                self.kin = 0;
-                if let Some(next) = self.items.peek() {
-                    unsafe { prefetch_records(p, &next) };
+            loop {
+                while self.r >= self.item.k_end {
+                    self.item = unsafe { self.items.next() }?;
+                    self.r = self.item.k_begin;
+                    self.kin = 0;
+                    if let Some(next) = self.items.peek() {
+                        unsafe { prefetch_records(p, &next) };
+                    }
                 }
+                if self.skip == 0 {
+                    break;
+                }
+                // Pass over the other producers' stages, at most to the item's end.
+                let left = (((self.item.k_end - self.r) << p.bk_log2) - self.kin) / WG_K;
+                let step = self.skip.min(left);
+                let kin = self.kin + step * WG_K;
+                self.r += kin >> p.bk_log2;
+                self.kin = kin & ((1 << p.bk_log2) - 1);
+                self.skip -= step;
             }
+            self.skip = <Self as StageStream>::producers(self.t) - 1;
             let (r, kin) = (self.r, self.kin);
             self.kin += WG_K;
             if self.kin >> p.bk_log2 != 0 {
@@ -258,11 +274,11 @@ mod hopper {
         type Stage = Stage;
 
         #[inline(always)]
-        unsafe fn new(p: &SpgemmParams, items: ItemCursor, t: WgmmaTile, _producer: u32) -> Self {
+        unsafe fn new(p: &SpgemmParams, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self {
             if let Some(first) = items.peek() {
                 unsafe { prefetch_records(p, &first) };
             }
-            let mut s = SpgemmStages { items, item: WorkItem::default(), t, r: 0, kin: 0, pending: None };
+            let mut s = SpgemmStages { items, item: WorkItem::default(), t, r: 0, kin: 0, skip: producer, pending: None };
             s.pending = unsafe { s.fetch(p) };
             s
         }
@@ -272,6 +288,15 @@ mod hopper {
             let current = self.pending.take()?;
             self.pending = unsafe { self.fetch(p) };
             Some(current)
+        }
+
+        /// One per slot, up to four: one thread issuing every stage (a record word and up to
+        /// five boxes each) took longer than the tensor cores take to multiply it (the
+        /// column-split tile's consumers waited on full barriers three quarters of their time,
+        /// its producer never on an empty one: perf notes v26).
+        #[inline(always)]
+        fn wanted_producers(t: WgmmaTile) -> u32 {
+            t.stages
         }
 
         /// On the column-split tile, where the records are not grouped: consumer `c` owns the
