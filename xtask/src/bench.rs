@@ -19,8 +19,9 @@
 //! - `--spgemm`: BSR × BSR at M×N×K (`bench_spgemm.rs`): uniform 12.5 % and 50 %, top-16 blocks
 //!   per row and a banded A times a random B, at `--spgemm-blocks` (64 and 128), C dense and C
 //!   at the product's pattern; against dense cuBLAS and the roof of each case (max of flops at
-//!   the dense rate and A + B + C bytes at the DRAM bandwidth), both measured right before each
-//!   row; with `--peers`, PyTorch's CSR × CSR on the same patterns;
+//!   the dense rate and A + B + C bytes at the DRAM bandwidth; both measured right before each
+//!   row, the fastest of the run used); with `--peers`, PyTorch's CSR × CSR on the same
+//!   patterns;
 //! - `--peers`: PyTorch's Triton BSR kernels on the same cases (default parameters and, with
 //!   `--tune`, tuned for this GPU by `tune_bsr_dense_addmm`, cached in `--peer-cache`), and
 //!   PyTorch's CSR × CSR (cuSPARSE) on the SpGEMM cases.
@@ -93,8 +94,8 @@ pub struct Args {
     /// blocks per row on both, banded A (12.5 %) × uniform B (12.5 %), at each of
     /// --spgemm-blocks, C dense and C at the product's pattern; against dense cuBLAS and each
     /// case's roof (max of flops ÷ dense rate and A + B + C bytes ÷ DRAM bandwidth of a 1 GiB
-    /// copy, both timed right before each row). With --peers: PyTorch CSR × CSR on the same
-    /// patterns. Add --no-plain to time only these.
+    /// copy, both timed right before each row; the fastest of the run used). With --peers:
+    /// PyTorch CSR × CSR on the same patterns. Add --no-plain to time only these.
     #[arg(long)]
     spgemm: bool,
     /// Square block sizes of the SpGEMM cases, comma-separated.
@@ -247,8 +248,8 @@ pub struct Report {
     #[serde(default)]
     pub synced: bool,
     pub rows: Vec<Row>,
-    /// `--spgemm`: the BSR × BSR rows (`bench_spgemm.rs`: each with the dense cuBLAS time, the
-    /// DRAM bandwidth and the roof measured right before it).
+    /// `--spgemm`: the BSR × BSR rows (`bench_spgemm.rs`: each with the fastest dense cuBLAS
+    /// time and the highest DRAM bandwidth of the run's rows, and its roof from them).
     pub spgemm: Vec<SpgemmRow>,
 }
 
