@@ -500,29 +500,7 @@ impl Mainloop {
                 wgmma_fence();
                 let db = if B_K { k_major_desc(t, b, 0) } else { mn_major_desc(t, b, 0) };
                 unsafe { I::wgmma_rs::<B_K>(acc, af, db) };
-            } else if t.n_split {
-                wgmma_fence();
-                // This consumer's 128 columns over the tile's 128 rows: two m64n128 per k16 on
-                // the halves of the accumulator fragment (rows 0-63, 64-127 of the A slice),
-                // sharing the B descriptor. (SpGEMM only: K-major A, MN-major B.)
-                if A_MN || B_K {
-                    crate::ptx::trap();
-                }
-                let rows64 = WG_M * t.k_row_bytes();
-                // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
-                let (lo, hi) = unsafe { (&mut *(acc.as_mut_ptr() as *mut [f32; 64]), &mut *(acc.as_mut_ptr().add(64) as *mut [f32; 64])) };
-                let mut kk = 0;
-                while kk < t.ks / 16 {
-                    let da0 = k_major_desc(t, a, kk);
-                    let da1 = k_major_desc(t, a + rows64, kk);
-                    let db = mn_major_desc(t, b, kk);
-                    unsafe {
-                        I::wgmma_n128::<false, false>(lo, da0, db);
-                        I::wgmma_n128::<false, false>(hi, da1, db);
-                    }
-                    kk += 1;
-                }
-            } else if t.a_groups == 1 {
+            } else if t.a_groups == 1 && !t.n_split {
                 wgmma_fence();
                 let mut kk = 0;
                 while kk < t.ks / 16 {
@@ -536,23 +514,25 @@ impl Mainloop {
                 }
             } else {
                 wgmma_fence();
-                // Grouped A (K-major, B MN-major): the consumer's two 128-column groups, each
-                // with its own A slice (`a_group_bytes` apart) and two B boxes, as two m64n128
-                // steps per k16 on the halves of the accumulator fragment. No branch between
-                // them: ptxas serializes wgmma separated by one.
-                // (Grouped tiles serve SpGEMM only, whose operands are K-major A and MN-major B.)
+                // Two m64n128 per k16 on the halves of the accumulator fragment (no branch
+                // between them: ptxas serializes wgmma separated by one). SpGEMM only: K-major
+                // A, MN-major B.
+                // - Column-split tile (`n_split`): this consumer's 128 columns over the tile's
+                //   128 rows, rows 0-63 and 64-127 of the one A slice sharing the B descriptor.
+                // - Grouped A: the consumer's two 128-column groups, each with its own A slice
+                //   (`a_group_bytes` apart) and two B boxes.
                 if A_MN || B_K {
                     crate::ptx::trap();
                 }
-                let ga = t.a_group_bytes();
+                let a1 = if t.n_split { WG_M * t.k_row_bytes() } else { t.a_group_bytes() };
                 // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
                 let (lo, hi) = unsafe { (&mut *(acc.as_mut_ptr() as *mut [f32; 64]), &mut *(acc.as_mut_ptr().add(64) as *mut [f32; 64])) };
                 let mut kk = 0;
                 while kk < t.ks / 16 {
                     let da0 = k_major_desc(t, a, kk);
-                    let da1 = k_major_desc(t, a + ga, kk);
+                    let da1 = k_major_desc(t, a + a1, kk);
                     let db0 = mn_major_desc(t, b, kk);
-                    let db1 = mn_major_desc(t, b + 2 * t.box_bytes(), kk);
+                    let db1 = if t.n_split { db0 } else { mn_major_desc(t, b + 2 * t.box_bytes(), kk) };
                     unsafe {
                         I::wgmma_n128::<false, false>(lo, da0, db0);
                         I::wgmma_n128::<false, false>(hi, da1, db1);
