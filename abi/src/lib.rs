@@ -240,9 +240,9 @@ pub struct WgmmaTile {
     /// lag, one warpgroup's epilogue runs while the other still has loaded stages to multiply,
     /// so the tensor cores do not idle during stores. Needs two consumers and `skew < stages`.
     pub skew: u32,
-    /// 1: one A slice per stage, shared by every column of the tile (`m64n256` steps). Else
-    /// `tn / 128`: each 128-column group of the tile has its own A slice in the stage, and a
-    /// consumer runs one `m64n128` step per group (SpGEMM: each group streams its own K list).
+    /// 1: one A slice per stage, shared by every column of the tile. Else `tn / 128` (on a
+    /// `zero_fill` tile): each 128-column group of the tile has its own A slice in the stage,
+    /// which the group's two B boxes multiply (SpGEMM: each group streams its own K list).
     pub a_groups: u32,
     /// K depth of one stage: [`WG_K`] (64), or 32 / 16 for blocks 32 / 16 deep (SpMM's
     /// `(rb, ks)` A boxes; K-major operands then lie in rows of 64 / 32 bytes, swizzled over
@@ -261,6 +261,12 @@ pub struct WgmmaTile {
     /// and passes over the stages where they are all absent (SpGEMM: one C block of 128 columns
     /// per consumer).
     pub n_split: bool,
+    /// B is multiplied box by box (`m64n64` steps, one per 64-column box), and the producer
+    /// loads only the boxes that hold a block and the A slices of the groups that have one:
+    /// an absent box (or A slice) is read from a zero box beside the ring, which the kernel
+    /// fills once. A box TMA fills with zeros out of bounds still moves its bytes from L2 to
+    /// the SM (perf notes v27), so absent boxes are not loaded at all (SpGEMM's 64-row tile).
+    pub zero_fill: bool,
 }
 
 impl WgmmaTile {
@@ -301,9 +307,17 @@ impl WgmmaTile {
     pub const fn stage_bytes(&self) -> u32 {
         self.a_stage_bytes() + self.b_stage_bytes()
     }
-    /// Offset of the C staging chunks after the ring.
-    pub const fn c_stage_offset(&self) -> u32 {
+    /// Offset of the zero box (`zero_fill`) after the ring.
+    pub const fn zero_box_offset(&self) -> u32 {
         self.stages * self.stage_bytes()
+    }
+    /// The zero box: one `(ks, 64)` box of zeros (`zero_fill`; else none).
+    pub const fn zero_box_bytes(&self) -> u32 {
+        if self.zero_fill { self.box_bytes() } else { 0 }
+    }
+    /// Offset of the C staging chunks after the ring and the zero box.
+    pub const fn c_stage_offset(&self) -> u32 {
+        self.zero_box_offset() + self.zero_box_bytes()
     }
     /// `(consumers, c_buffers)` chunks of [`C_CHUNK_BYTES`].
     pub const fn c_stage_bytes(&self) -> u32 {
@@ -318,8 +332,8 @@ impl WgmmaTile {
     pub const fn consumer_mask_offset(&self) -> u32 {
         self.barrier_offset() + 16 * self.stages
     }
-    /// Dynamic shared memory: 1024 bytes of alignment slack, the ring, C staging, the barriers
-    /// and the consumer masks.
+    /// Dynamic shared memory: 1024 bytes of alignment slack, the ring, the zero box, C staging,
+    /// the barriers and the consumer masks.
     pub const fn smem_bytes(&self) -> u32 {
         1024 + self.consumer_mask_offset() + 4 * self.stages
     }
@@ -331,10 +345,11 @@ impl WgmmaTile {
             && self.stages >= 2
             && (self.c_buffers == 0 || self.c_buffers == 2)
             && (self.skew == 0 || (self.consumers() == 2 && self.skew < self.stages))
-            && (self.a_groups == 1 || self.a_groups == self.tn() / 128)
+            && (self.a_groups == 1 || (self.a_groups == self.tn() / 128 && self.zero_fill))
             && (self.ks == WG_K || ((self.ks == 32 || self.ks == 16) && self.a_groups == 1))
             && (!self.a_regs || (self.ks == 16 && self.a_groups == 1))
             && (!self.n_split || (self.tm == 128 && self.wg_n == 1 && self.a_groups == 1 && self.ks == WG_K && !self.a_regs))
+            && (!self.zero_fill || (self.ks == WG_K && !self.a_regs && !self.n_split && self.skew == 0))
             && 128 * (PRODUCER_REGS + self.consumers() * CONSUMER_REGS) <= SM90_REGISTERS
             && self.smem_bytes() <= SM90_MAX_DYNAMIC_SMEM
     }
@@ -354,17 +369,17 @@ pub const SM90_MAX_DYNAMIC_SMEM: u32 = 227 * 1024;
 
 /// The Hopper tiles: first the ones indexed like [`WGMMA_TILE_ROWS`] (one A slice per stage),
 /// then SpGEMM's 64-row grouped-A tile (64 × 256, one consumer warpgroup: a 64 × 512 tile's
-/// 96 KB stages left room for two, and its consumers waited on data; perf notes v26), SpMM's
-/// shallow tiles ([`WGMMA_SHALLOW_TILES`]) and SpGEMM's 128-row column-split
-/// tile ([`WGMMA_SPGEMM_TILES`]).
-/// (tm = 64 has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
+/// 96 KB stages left room for two, and its consumers waited on data, perf notes v26; absent
+/// boxes read from the zero box and C through TMA-store chunks, v27), SpMM's shallow tiles
+/// ([`WGMMA_SHALLOW_TILES`]) and SpGEMM's 128-row column-split tile ([`WGMMA_SPGEMM_TILES`]).
+/// (Tile 0, 64 × 512, has no room beside its 3 × 72 KB ring for C chunks: direct stores.)
 pub const WGMMA_TILES: [WgmmaTile; 6] = [
-    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64, a_regs: false, n_split: false },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false, n_split: false },
-    WgmmaTile { tm: 64, wg_n: 1, stages: 4, c_buffers: 0, skew: 0, a_groups: 2, ks: 64, a_regs: false, n_split: false },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32, a_regs: false, n_split: false },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 16, c_buffers: 2, skew: 1, a_groups: 1, ks: 16, a_regs: true, n_split: false },
-    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false, n_split: true },
+    WgmmaTile { tm: 64, wg_n: 2, stages: 3, c_buffers: 0, skew: 0, a_groups: 1, ks: 64, a_regs: false, n_split: false, zero_fill: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false, n_split: false, zero_fill: false },
+    WgmmaTile { tm: 64, wg_n: 1, stages: 4, c_buffers: 2, skew: 0, a_groups: 2, ks: 64, a_regs: false, n_split: false, zero_fill: true },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 8, c_buffers: 2, skew: 1, a_groups: 1, ks: 32, a_regs: false, n_split: false, zero_fill: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 16, c_buffers: 2, skew: 1, a_groups: 1, ks: 16, a_regs: true, n_split: false, zero_fill: false },
+    WgmmaTile { tm: 128, wg_n: 1, stages: 4, c_buffers: 2, skew: 1, a_groups: 1, ks: 64, a_regs: false, n_split: true, zero_fill: false },
 ];
 
 /// Elements of one row of the block values as a tile with [`WgmmaTile::a_regs`] maps them when
@@ -409,7 +424,7 @@ const _: () = {
         assert!(WGMMA_TILES[i].ks == WG_K && WGMMA_TILES[WGMMA_SPGEMM_TILES[i]].ks == WG_K);
         assert!(WGMMA_TILES[i].tm == WGMMA_TILE_ROWS[i] && WGMMA_TILES[i].a_groups == 1);
         let g = WGMMA_TILES[WGMMA_SPGEMM_TILES[i]];
-        assert!(g.tm == WGMMA_TILE_ROWS[i] && (g.a_groups > 1) != g.n_split);
+        assert!(g.tm == WGMMA_TILE_ROWS[i] && (g.a_groups > 1 || g.zero_fill) != g.n_split);
         i += 1;
     }
 };

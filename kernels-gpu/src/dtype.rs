@@ -120,6 +120,9 @@ pub trait WgInput {
     /// As [`WgInput::wgmma`] for m64n128k16: one 128-column group of a consumer's tile, whose
     /// 64 accumulators are the first or second half of the m64n256 fragment.
     unsafe fn wgmma_n128<const A_MN: bool, const B_K: bool>(d: &mut [f32; 64], desc_a: u64, desc_b: u64);
+    /// As [`WgInput::wgmma`] for m64n64k16: one 64-column B box of a consumer's tile, whose 32
+    /// accumulators are a quarter of the m64n256 fragment.
+    unsafe fn wgmma_n64<const A_MN: bool, const B_K: bool>(d: &mut [f32; 32], desc_a: u64, desc_b: u64);
     /// As [`WgInput::wgmma`] with A from registers: this warp's `(16, 16)` fragment of the
     /// warpgroup's 64 rows (the mma.m16n8k16 A layout, as `ldmatrix.x4` loads it).
     unsafe fn wgmma_rs<const B_K: bool>(d: &mut [f32; 128], a: [u32; 4], desc_b: u64);
@@ -145,10 +148,11 @@ macro_rules! wg_input {
             }
         }
     };
-    ($ty:ident, $n256:tt, $n128:tt, [$rk:ident, $rm:ident]) => {
+    ($ty:ident, $n256:tt, $n128:tt, $n64:tt, [$rk:ident, $rm:ident]) => {
         impl WgInput for $ty {
             wg_input!(@method wgmma, 128, $n256);
             wg_input!(@method wgmma_n128, 64, $n128);
+            wg_input!(@method wgmma_n64, 32, $n64);
             #[inline(always)]
             unsafe fn wgmma_rs<const B_K: bool>(d: &mut [f32; 128], a: [u32; 4], desc_b: u64) {
                 use crate::ptx_sm90::*;
@@ -162,6 +166,7 @@ wg_input!(
     F16,
     [wgmma_m64n256k16_f16_00, wgmma_m64n256k16_f16_01, wgmma_m64n256k16_f16_10, wgmma_m64n256k16_f16_11],
     [wgmma_m64n128k16_f16_00, wgmma_m64n128k16_f16_01, wgmma_m64n128k16_f16_10, wgmma_m64n128k16_f16_11],
+    [wgmma_m64n64k16_f16_00, wgmma_m64n64k16_f16_01, wgmma_m64n64k16_f16_10, wgmma_m64n64k16_f16_11],
     [wgmma_m64n256k16_f16_r0, wgmma_m64n256k16_f16_r1]
 );
 #[cfg(target_feature = "sm_90a")]
@@ -169,5 +174,6 @@ wg_input!(
     Bf16,
     [wgmma_m64n256k16_bf16_00, wgmma_m64n256k16_bf16_01, wgmma_m64n256k16_bf16_10, wgmma_m64n256k16_bf16_11],
     [wgmma_m64n128k16_bf16_00, wgmma_m64n128k16_bf16_01, wgmma_m64n128k16_bf16_10, wgmma_m64n128k16_bf16_11],
+    [wgmma_m64n64k16_bf16_00, wgmma_m64n64k16_bf16_01, wgmma_m64n64k16_bf16_10, wgmma_m64n64k16_bf16_11],
     [wgmma_m64n256k16_bf16_r0, wgmma_m64n256k16_bf16_r1]
 );

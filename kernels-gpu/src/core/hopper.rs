@@ -20,7 +20,10 @@
 //! the stage's bytes and issues the copies; consumers wait on the stage, run its wgmma and, once
 //! the next stage's wgmma are in flight (`wait_group 1`), release the slot. Where the op skips
 //! ([`StageStream::skips`]), the producer also writes each stage's consumer mask beside the
-//! barriers, and a consumer releases the stages without its bit unread.
+//! barriers, and a consumer releases the stages without its bit unread. On a zero-fill tile
+//! (`WgmmaTile::zero_fill`) that word holds the stage's loaded B boxes instead: the producer
+//! loads no absent box, and the consumer multiplies a zero box in its place (one `m64n64` per
+//! box, its operands chosen by selects, so the wgmma sequence stays branch-free).
 //!
 //! With `WgmmaTile::skew`, consumer 1 runs a fixed number of stages behind consumer 0, so that
 //! the two warpgroups reach their epilogues at different times and one keeps the tensor cores
@@ -32,10 +35,10 @@ use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_pa
 use crate::core::ring::{MbarRing, PipelineState};
 use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
-use crate::ptx::{ldmatrix_x4, smem_base, sync_threads, thread_idx};
+use crate::ptx::{ldmatrix_x4, smem_base, st_shared_v2_u32, sync_threads, thread_idx};
 use crate::ptx_sm90::{
-    named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, swizzled_desc, tma_load_3d, wgmma_commit,
-    wgmma_fence, wgmma_wait0, wgmma_wait1,
+    fence_proxy_async_smem, named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, swizzled_desc,
+    tma_load_3d, wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
 };
 
 /// Named barrier that starts consumer 1 `skew` stages after consumer 0 (0 is the block-wide
@@ -271,6 +274,7 @@ pub unsafe fn load_b_box(maps: &Maps, t: WgmmaTile, b_k: bool, slot: Slot, j: u3
 struct Smem {
     a_ring: u32,  // (stages, a_groups, tm, ks)
     b_ring: u32,  // (stages, tn / 64, ks × 64)
+    zero: u32,    // (ks, 64) zeros (`zero_fill`)
     c_stage: u32, // (consumers, c_buffers, WG_M, 128 bytes)
     ring: MbarRing,
     t: WgmmaTile,
@@ -300,12 +304,24 @@ pub unsafe fn run<Op: HopperOp, I: WgInput, O: Output, const TILE: usize>(p: &Op
     let sm = Smem {
         a_ring: base,
         b_ring: base + t.stages * t.a_stage_bytes(),
+        zero: base + t.zero_box_offset(),
         c_stage: base + t.c_stage_offset(),
         ring: MbarRing { bars: base + t.barrier_offset(), stages: t.stages },
         t,
     };
     if tid == 0 {
         unsafe { sm.ring.init(t.consumers() * releasers(<Op::Stream as StageStream>::skips(p, t))) };
+    }
+    if t.zero_fill {
+        // The zero box, written by every thread and made visible to the async proxy (wgmma's
+        // operand reads) before the barrier.
+        let mut at = 8 * tid;
+        while at < t.zero_box_bytes() {
+            // SAFETY: inside the zero box, which nothing else uses.
+            unsafe { st_shared_v2_u32(sm.zero + at, 0, 0) };
+            at += 8 * t.threads();
+        }
+        fence_proxy_async_smem();
     }
     sync_threads();
 
@@ -364,11 +380,12 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
         // Named barriers 1 + c (0 is the block-wide one).
         stage: CStage { chunks: sm.c_stage + c * t.c_buffers * C_CHUNK_BYTES, barrier: 1 + c, tmap: maps.c },
     };
-    // This warpgroup's operands inside a stage: A box wm (of A slice 2 wn, with grouped A),
-    // B boxes 4 wn .. 4 wn + 4.
+    // This warpgroup's operands inside a stage: A box wm, B boxes 4 wn .. 4 wn + 4.
     // (Rows of a K-major A are k_row_bytes long; an MN-major A's box wm, of (ks, 64), is as
     // many bytes.)
-    // (A column-split tile, `n_split`: all of A's rows, B boxes `2 c ..`.)
+    // (A column-split tile, `n_split`: all of A's rows, B boxes `2 c ..`. A grouped tile is
+    // zero-fill, whose main loop addresses its A slices per box from the slot; the third
+    // form is kept as it was because the SpMM and SDDMM cubins then stay byte-identical.)
     let a_off = if t.n_split {
         0
     } else if t.a_groups == 1 {
@@ -393,7 +410,7 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
         let n_k = Op::k_stages(p, &item, t);
         // (128 threads, 128) f32: the m64n256 accumulator fragment.
         let mut acc = [0.0f32; 128];
-        let ring = Mainloop { sm, a_off, b_off, n_k, lt, c, skips };
+        let ring = Mainloop { sm, a_off, b_off, n_k, lt, c, wm, wn, skips };
         unsafe {
             match layout {
                 0 => ring.run::<I, false, false>(&mut acc, &mut st, &mut skew_left),
@@ -420,8 +437,11 @@ struct Mainloop {
     b_off: u32,
     n_k: u32,
     lt: u32,
-    /// This consumer warpgroup (its bit in a stage's consumer mask).
+    /// This consumer warpgroup (its bit in a stage's consumer mask), at rows `64 · wm ..` and
+    /// columns `256 · wn ..` of the tile.
     c: u32,
+    wm: u32,
+    wn: u32,
     /// Whether the stream skips ([`StageStream::skips`]).
     skips: bool,
 }
@@ -472,7 +492,9 @@ impl Mainloop {
         let a_row = (16 * warp + lane % 16) * t.k_row_bytes() + (lane / 16) * 16;
         while kt < self.n_k {
             unsafe { ring.consumer_wait(*st) };
-            if self.skips && unsafe { ring.consumer_mask(st.slot) } & (1 << self.c) == 0 {
+            // Bit `c` of the stage's mask: this consumer multiplies it (on a zero-fill tile, bit
+            // `j`: B box `j` is loaded, below).
+            if self.skips && !t.zero_fill && unsafe { ring.consumer_mask(st.slot) } & (1 << self.c) == 0 {
                 // Not this consumer's stage (its rows hold only zeros there): the previous
                 // stage's wgmma are finished first, so that both slots go back to the
                 // producer now rather than after this consumer's next stage.
@@ -500,6 +522,53 @@ impl Mainloop {
                 wgmma_fence();
                 let db = if B_K { k_major_desc(t, b, 0) } else { mn_major_desc(t, b, 0) };
                 unsafe { I::wgmma_rs::<B_K>(acc, af, db) };
+            } else if t.zero_fill {
+                wgmma_fence();
+                // One m64n64 per B box and k16, on the box's quarter of the accumulator
+                // fragment: this consumer's boxes 4 wn + j (j < 4), box j of column group
+                // (4 wn + j) / per_group, with that group's A slice. An absent box, and the A
+                // slice of a group without any box, are read from the zero box: the selects
+                // keep the wgmma sequence branch-free. SpGEMM only: K-major A, MN-major B.
+                if A_MN || B_K {
+                    crate::ptx::trap();
+                }
+                let mask = if self.skips { unsafe { ring.consumer_mask(st.slot) } } else { u32::MAX };
+                let per_group = t.tn() / t.a_groups / BOX;
+                let group_bits = (1u32 << per_group) - 1;
+                let a_row = self.wm * WG_M * t.k_row_bytes();
+                let mut a_box = [0u32; 4];
+                let mut b_box = [0u32; 4];
+                let mut j = 0;
+                while j < 4 {
+                    let jt = 4 * self.wn + j;
+                    let g = jt / per_group;
+                    let a_here = mask & (group_bits << (g * per_group)) != 0;
+                    a_box[j as usize] = if a_here { slot.a + g * t.a_group_bytes() + a_row } else { self.sm.zero };
+                    b_box[j as usize] = if (mask >> jt) & 1 != 0 { slot.b + jt * t.box_bytes() } else { self.sm.zero };
+                    j += 1;
+                }
+                // SAFETY: the four quarters of `acc`, 32 f32 each at offsets 0, 32, 64 and 96.
+                let p = acc.as_mut_ptr();
+                let (q0, q1, q2, q3) = unsafe {
+                    (
+                        &mut *(p as *mut [f32; 32]),
+                        &mut *(p.add(32) as *mut [f32; 32]),
+                        &mut *(p.add(64) as *mut [f32; 32]),
+                        &mut *(p.add(96) as *mut [f32; 32]),
+                    )
+                };
+                let mut kk = 0;
+                while kk < t.ks / 16 {
+                    let d = |j: usize| (k_major_desc(t, a_box[j], kk), mn_major_desc(t, b_box[j], kk));
+                    let (d0, d1, d2, d3) = (d(0), d(1), d(2), d(3));
+                    unsafe {
+                        I::wgmma_n64::<false, false>(q0, d0.0, d0.1);
+                        I::wgmma_n64::<false, false>(q1, d1.0, d1.1);
+                        I::wgmma_n64::<false, false>(q2, d2.0, d2.1);
+                        I::wgmma_n64::<false, false>(q3, d3.0, d3.1);
+                    }
+                    kk += 1;
+                }
             } else if t.a_groups == 1 && !t.n_split {
                 wgmma_fence();
                 let mut kk = 0;
@@ -514,28 +583,24 @@ impl Mainloop {
                 }
             } else {
                 wgmma_fence();
-                // Two m64n128 per k16 on the halves of the accumulator fragment (no branch
+                // The column-split tile (`n_split`): this consumer's 128 columns over the tile's
+                // 128 rows, two m64n128 per k16 on the halves of the accumulator fragment (rows
+                // 0-63 and 64-127 of the one A slice, sharing the B descriptor; no branch
                 // between them: ptxas serializes wgmma separated by one). SpGEMM only: K-major
                 // A, MN-major B.
-                // - Column-split tile (`n_split`): this consumer's 128 columns over the tile's
-                //   128 rows, rows 0-63 and 64-127 of the one A slice sharing the B descriptor.
-                // - Grouped A: the consumer's two 128-column groups, each with its own A slice
-                //   (`a_group_bytes` apart) and two B boxes.
                 if A_MN || B_K {
                     crate::ptx::trap();
                 }
-                let a1 = if t.n_split { WG_M * t.k_row_bytes() } else { t.a_group_bytes() };
                 // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
                 let (lo, hi) = unsafe { (&mut *(acc.as_mut_ptr() as *mut [f32; 64]), &mut *(acc.as_mut_ptr().add(64) as *mut [f32; 64])) };
                 let mut kk = 0;
                 while kk < t.ks / 16 {
                     let da0 = k_major_desc(t, a, kk);
-                    let da1 = k_major_desc(t, a + a1, kk);
-                    let db0 = mn_major_desc(t, b, kk);
-                    let db1 = if t.n_split { db0 } else { mn_major_desc(t, b + 2 * t.box_bytes(), kk) };
+                    let da1 = k_major_desc(t, a + WG_M * t.k_row_bytes(), kk);
+                    let db = mn_major_desc(t, b, kk);
                     unsafe {
-                        I::wgmma_n128::<false, false>(lo, da0, db0);
-                        I::wgmma_n128::<false, false>(hi, da1, db1);
+                        I::wgmma_n128::<false, false>(lo, da0, db);
+                        I::wgmma_n128::<false, false>(hi, da1, db);
                     }
                     kk += 1;
                 }

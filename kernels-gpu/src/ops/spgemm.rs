@@ -20,7 +20,9 @@
 //! The K axis of an item is its records, each `bk` deep, cut into stages. On the Hopper kernel's
 //! 64-row tile the tile's 128-column groups stream their own lists side by side
 //! (`SpgemmParams::records`): a stage holds one A slice per group, so a group computes only where
-//! its own blocks meet A's, not wherever any block of the tile does. On its 128-row tile
+//! its own blocks meet A's, not wherever any block of the tile does. The tile is zero-fill
+//! (`WgmmaTile::zero_fill`): only the present B boxes, and the A slices of the groups that have
+//! one, are loaded; the consumer multiplies a zero box in place of the others. On its 128-row tile
 //! (`WgmmaTile::n_split`) the tile streams one list, the union over its columns, with one A slice
 //! per stage; each consumer warpgroup owns 128 columns (all 128 rows) and passes over the stages
 //! where they hold no block, so neither the A slice nor the tensor work is spent on zeros.
@@ -154,10 +156,11 @@ mod hopper {
     use crate::core::work::ItemCursor;
     use crate::ptx::opaque;
     use crate::ptx_sm90::prefetch_l2;
-    use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
+    use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WGMMA_SPGEMM_TILES, WGMMA_TILES, WgmmaTile, WorkParams};
 
-    /// Column groups of a grouped tile at most (`tn / 128`; today's grouped tile has two).
-    const MAX_GROUPS: usize = 4;
+    /// Column groups of a grouped tile at most (`tn / 128`).
+    const MAX_GROUPS: usize = 2;
+    const _: () = assert!(WGMMA_TILES[WGMMA_SPGEMM_TILES[0]].a_groups as usize <= MAX_GROUPS);
 
     /// One stage: 64 K of one record: each column group's A block (`NO_BLOCK`: its list has
     /// ended), and `boxes`, bit `j` set where B box `j` (tile columns `64 j ..`) holds a block.
@@ -188,7 +191,7 @@ mod hopper {
 
     /// The producer's stream: each item's records in order, `bk / 64` stages each, every
     /// `producers`-th of them from stage `producer` on. A record's words are read one of the
-    /// producer's stages ahead, from L2: an item's records are prefetched there when the item
+    /// producer's stages ahead, from L2: an item's records are prefetched there (by producer 0) when the item
     /// before it starts (a record read from DRAM on its first use left the producer, one
     /// thread, waiting a DRAM latency per stage: perf notes v14).
     pub struct SpgemmStages {
@@ -201,6 +204,9 @@ mod hopper {
         /// Stages to pass over (the other producers' share) before the next one fetched.
         skip: u32,
         pending: Option<Stage>,
+        /// Whether this producer prefetches the items' records (the first one only: the
+        /// others walk the same items).
+        prefetches: bool,
     }
 
     /// Prefetches the records of `item` into L2.
@@ -222,7 +228,9 @@ mod hopper {
                     self.item = unsafe { self.items.next() }?;
                     self.r = self.item.k_begin;
                     self.kin = 0;
-                    if let Some(next) = self.items.peek() {
+                    if self.prefetches
+                        && let Some(next) = self.items.peek()
+                    {
                         unsafe { prefetch_records(p, &next) };
                     }
                 }
@@ -275,10 +283,11 @@ mod hopper {
 
         #[inline(always)]
         unsafe fn new(p: &SpgemmParams, items: ItemCursor, t: WgmmaTile, producer: u32) -> Self {
-            if let Some(first) = items.peek() {
+            let prefetches = producer == 0;
+            if prefetches && let Some(first) = items.peek() {
                 unsafe { prefetch_records(p, &first) };
             }
-            let mut s = SpgemmStages { items, item: WorkItem::default(), t, r: 0, kin: 0, skip: producer, pending: None };
+            let mut s = SpgemmStages { items, item: WorkItem::default(), t, r: 0, kin: 0, skip: producer, pending: None, prefetches };
             s.pending = unsafe { s.fetch(p) };
             s
         }
@@ -300,16 +309,30 @@ mod hopper {
         }
 
         /// On the column-split tile, where the records are not grouped: consumer `c` owns the
-        /// tile's B boxes `2 c, 2 c + 1` (128 columns).
+        /// tile's B boxes `2 c, 2 c + 1` (128 columns). On a zero-fill tile, the stage's mask
+        /// is its present B boxes.
         #[inline(always)]
         fn skips(_p: &SpgemmParams, t: WgmmaTile) -> bool {
-            t.n_split
+            t.n_split || t.zero_fill
         }
 
-        /// The consumers whose 128 columns hold a block of the stage; the others' B boxes are
-        /// not loaded.
+        /// Column-split tile: the consumers whose 128 columns hold a block of the stage; the
+        /// others' B boxes are not loaded. Zero-fill tile: the present B boxes (bit `j`: box
+        /// `j`), which alone are loaded, with the A slices of the groups that hold one.
         #[inline(always)]
         unsafe fn consumers(&self, _p: &SpgemmParams, s: &Stage, t: WgmmaTile) -> (u32, u32) {
+            if t.zero_fill {
+                let per_group = group_cols(t) / BOX;
+                let mut bytes = s.boxes.count_ones() * t.box_bytes();
+                let mut g = 0;
+                while g < t.a_groups {
+                    if (s.boxes >> (g * per_group)) & ((1 << per_group) - 1) != 0 {
+                        bytes += t.a_group_bytes();
+                    }
+                    g += 1;
+                }
+                return (s.boxes, bytes);
+            }
             let mut mask = 0;
             let mut bytes = t.a_stage_bytes();
             let mut c = 0;
@@ -330,11 +353,18 @@ mod hopper {
             // block's first row. B: the values as an (nnzB · bk, bn) matrix, box j at row
             // q · bk + kin, column (64 j) mod bn. A group whose list has ended, and an absent
             // B block, load from row `a_rows` / `b_rows`, past the end of the values: TMA fills
-            // those boxes with zeros without reading memory, and their products add nothing.
+            // those boxes with zeros, and their products add nothing. On a zero-fill tile they
+            // are not loaded at all: the consumer reads the zero box in their place (an
+            // out-of-bounds box still moves its bytes from L2, perf notes v27).
             let (bn_log2, gw) = (opaque(p.bn_log2), opaque(p.group_words));
+            let per_group = group_cols(t) / BOX;
             unsafe {
                 let mut g = 0;
                 while g < t.a_groups {
+                    if t.zero_fill && (s.boxes >> (g * per_group)) & ((1 << per_group) - 1) == 0 {
+                        g += 1;
+                        continue;
+                    }
                     let blk = s.a_blk[g as usize];
                     let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
                     let a_slot = Slot { a: slot.a + g * t.a_group_bytes(), b: slot.b };
@@ -349,8 +379,10 @@ mod hopper {
                     } else {
                         p.b_rows
                     };
-                    // A consumer that skips the stage (column-split tile) reads none of its boxes.
-                    if (consumers >> (j / 2)) & 1 != 0 {
+                    // A consumer that skips the stage (column-split tile) reads none of its boxes;
+                    // a zero-fill tile loads the present boxes only.
+                    let wanted = if t.zero_fill { (s.boxes >> j) & 1 } else { (consumers >> (j / 2)) & 1 };
+                    if wanted != 0 {
                         load_b_box(maps, t, false, slot, j, n, row, s.batch, full);
                     }
                     j += 1;
