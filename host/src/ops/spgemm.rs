@@ -292,9 +292,12 @@ fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout
 }
 
 /// Joins the column groups of each tile: `l.groups` consecutive group tiles of one row become
-/// one tile whose record `s` holds each group's record `s`, or `NO_BLOCK` words where that
-/// group's list is shorter (a row's last tile may lack groups: they are all padding). Without
-/// `words` (the counting pass) only the tiles and the count are made.
+/// one tile whose record `s` holds one record of each group, or `NO_BLOCK` words where that
+/// group's list has ended (a row's last tile may lack groups: they are all padding), as many
+/// records as the longest list. With two groups the records of both that meet the same A block
+/// come first, side by side (the zero-fill kernel loads such a stage's A slice once), then the
+/// others in order; otherwise record `s` holds each group's record `s`. Without `words` (the
+/// counting pass) only the tiles and the count are made.
 fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
     if l.groups == 1 {
         return Ok(rec);
@@ -313,15 +316,45 @@ fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
         let len = members.iter().map(|m| (m[5] - m[4]) as usize).max().unwrap_or(0);
         let first = out.n_records;
         if words {
-            for s in 0..len {
-                for k in 0..g {
-                    match members.get(k).filter(|m| s < (m[5] - m[4]) as usize) {
-                        Some(m) => {
-                            let r = m[4] as usize + s;
-                            out.words.extend_from_slice(&rec.words[r * gw..(r + 1) * gw]);
-                        }
+            let record = |r: Option<u32>| r.map(|r| &rec.words[r as usize * gw..(r as usize + 1) * gw]);
+            let mut push = |rs: &[Option<u32>]| {
+                for &r in rs {
+                    match record(r) {
+                        Some(w) => out.words.extend_from_slice(w),
                         None => out.words.extend(std::iter::repeat_n(NO_BLOCK, gw)),
                     }
+                }
+            };
+            if let [m0, m1] = members {
+                // Two groups: the records of both groups that meet the same A block first, side
+                // by side (the kernel then loads that A slice once), then the others paired in
+                // order. As many stages as the longer list either way; each list is in A's
+                // order (word 0 increasing).
+                let (mut i, mut j) = (m0[4], m1[4]);
+                let (mut left0, mut left1) = (Vec::new(), Vec::new());
+                while i < m0[5] && j < m1[5] {
+                    let (p0, p1) = (rec.words[i as usize * gw], rec.words[j as usize * gw]);
+                    if p0 == p1 {
+                        push(&[Some(i), Some(j)]);
+                        (i, j) = (i + 1, j + 1);
+                    } else if p0 < p1 {
+                        left0.push(i);
+                        i += 1;
+                    } else {
+                        left1.push(j);
+                        j += 1;
+                    }
+                }
+                left0.extend(i..m0[5]);
+                left1.extend(j..m1[5]);
+                for s in 0..left0.len().max(left1.len()) {
+                    push(&[left0.get(s).copied(), left1.get(s).copied()]);
+                }
+            } else {
+                for s in 0..len {
+                    let rs: Vec<Option<u32>> =
+                        (0..g).map(|k| members.get(k).filter(|m| s < (m[5] - m[4]) as usize).map(|m| m[4] + s as u32)).collect();
+                    push(&rs);
                 }
             }
         }

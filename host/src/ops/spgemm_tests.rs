@@ -499,6 +499,25 @@ fn zip_groups_interleaves_each_groups_list() {
     assert_eq!((c.n_records, c.tiles.len(), &c.tiles), (3, 3, &z.tiles));
 }
 
+/// With two groups, zip_groups puts the records that meet the same A block (word 0) side by
+/// side first, then pairs the rest in order; the record count stays the longer list's.
+#[test]
+fn zip_groups_pairs_records_of_one_a_block() {
+    let n = NO_BLOCK;
+    // One tile of two groups: group 0 meets A blocks 3, 5, 7, 9; group 1 meets 5, 6, 9.
+    let rec = Records {
+        words: vec![3, 30, 5, 50, 7, 70, 9, 90, 5, 51, 6, 61, 9, 91],
+        tiles: vec![[0, 0, 0, 1, 0, 4], [0, 1, 1, 2, 4, 7]],
+        n_records: 7,
+    };
+    let l = Layout2 { j_per_tile: 1, dense: false, groups: 2 };
+    let z = zip_groups(rec, &l, true).unwrap();
+    assert_eq!(z.tiles, vec![[0, 0, 0, 2, 0, 4]]);
+    assert_eq!(z.words, vec![5, 50, 5, 51, 9, 90, 9, 91, 3, 30, 6, 61, 7, 70, n, n]);
+    let count = Records { words: Vec::new(), tiles: vec![[0, 0, 0, 1, 0, 4], [0, 1, 1, 2, 4, 7]], n_records: 7 };
+    assert_eq!(zip_groups(count, &l, false).unwrap().n_records, 4);
+}
+
 /// The Hopper record layout follows the tiles the kernels run: on the grouped tile one group
 /// per 128 columns (`128 / bn` blocks each), on the column-split tile one group for the whole
 /// tile, covering it either way.

@@ -37,9 +37,13 @@ use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
 use crate::ptx::{ldmatrix_x4, smem_base, st_shared_v2_u32, sync_threads, thread_idx};
 use crate::ptx_sm90::{
-    fence_proxy_async_smem, named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, swizzled_desc,
-    tma_load_3d, wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
+    fence_proxy_async_smem, named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, swizzled_desc, tma_load_3d,
+    wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
 };
+
+/// Bit of a zero-fill stage's mask (beside its B boxes' bits): every column group of the stage
+/// meets the same A block, which the producer loaded once, into group 0's A slice.
+pub const MASK_A_SHARED: u32 = 1 << 31;
 
 /// Named barrier that starts consumer 1 `skew` stages after consumer 0 (0 is the block-wide
 /// barrier, `1 + c` the epilogue barrier of consumer `c`).
@@ -543,7 +547,10 @@ impl Mainloop {
                     let jt = 4 * self.wn + j;
                     let g = jt / per_group;
                     let a_here = mask & (group_bits << (g * per_group)) != 0;
-                    a_box[j as usize] = if a_here { slot.a + g * t.a_group_bytes() + a_row } else { self.sm.zero };
+                    // A stage whose groups meet the same A block holds it once, in group 0's
+                    // slice.
+                    let slice = if mask & MASK_A_SHARED != 0 { 0 } else { g };
+                    a_box[j as usize] = if a_here { slot.a + slice * t.a_group_bytes() + a_row } else { self.sm.zero };
                     b_box[j as usize] = if (mask >> jt) & 1 != 0 { slot.b + jt * t.box_bytes() } else { self.sm.zero };
                     j += 1;
                 }

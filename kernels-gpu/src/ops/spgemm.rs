@@ -152,7 +152,7 @@ impl PortableOp for Spgemm {
 mod hopper {
     use super::*;
     use crate::core::epilogue::{store_partial_strip, store_strip};
-    use crate::core::hopper::{Consumer, HopperOp, Maps, Slot, StageStream, load_a, load_b_box};
+    use crate::core::hopper::{Consumer, HopperOp, MASK_A_SHARED, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
     use crate::ptx::opaque;
     use crate::ptx_sm90::prefetch_l2;
@@ -207,6 +207,20 @@ mod hopper {
         /// Whether this producer prefetches the items' records (the first one only: the
         /// others walk the same items).
         prefetches: bool,
+    }
+
+    /// Whether every column group of zero-fill stage `s` meets the same A block (the planner
+    /// lists such records together, perf notes v27): its A slice is then loaded once, into
+    /// group 0's slice ([`MASK_A_SHARED`]).
+    #[inline(always)]
+    fn a_shared(s: &Stage, t: WgmmaTile) -> bool {
+        let mut shared = t.zero_fill && t.a_groups > 1 && s.a_blk[0] != NO_BLOCK;
+        let mut g = 1;
+        while g < t.a_groups as usize && g < MAX_GROUPS {
+            shared &= s.a_blk[g] == s.a_blk[0];
+            g += 1;
+        }
+        shared
     }
 
     /// Prefetches the records of `item` into L2.
@@ -326,12 +340,12 @@ mod hopper {
                 let mut bytes = s.boxes.count_ones() * t.box_bytes();
                 let mut g = 0;
                 while g < t.a_groups {
-                    if (s.boxes >> (g * per_group)) & ((1 << per_group) - 1) != 0 {
+                    if (s.boxes >> (g * per_group)) & ((1 << per_group) - 1) != 0 && !(g > 0 && a_shared(s, t)) {
                         bytes += t.a_group_bytes();
                     }
                     g += 1;
                 }
-                return (s.boxes, bytes);
+                return (s.boxes | if a_shared(s, t) { MASK_A_SHARED } else { 0 }, bytes);
             }
             let mut mask = 0;
             let mut bytes = t.a_stage_bytes();
@@ -361,7 +375,7 @@ mod hopper {
             unsafe {
                 let mut g = 0;
                 while g < t.a_groups {
-                    if t.zero_fill && (s.boxes >> (g * per_group)) & ((1 << per_group) - 1) == 0 {
+                    if t.zero_fill && ((s.boxes >> (g * per_group)) & ((1 << per_group) - 1) == 0 || (g > 0 && a_shared(s, t))) {
                         g += 1;
                         continue;
                     }
