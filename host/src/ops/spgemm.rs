@@ -316,14 +316,10 @@ fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
         let len = members.iter().map(|m| (m[5] - m[4]) as usize).max().unwrap_or(0);
         let first = out.n_records;
         if words {
-            let record = |r: Option<u32>| r.map(|r| &rec.words[r as usize * gw..(r as usize + 1) * gw]);
-            let mut push = |rs: &[Option<u32>]| {
-                for &r in rs {
-                    match record(r) {
-                        Some(w) => out.words.extend_from_slice(w),
-                        None => out.words.extend(std::iter::repeat_n(NO_BLOCK, gw)),
-                    }
-                }
+            // One group's record `r` of the stage, or padding.
+            let mut push = |r: Option<u32>| match r {
+                Some(r) => out.words.extend_from_slice(&rec.words[r as usize * gw..(r as usize + 1) * gw]),
+                None => out.words.extend(std::iter::repeat_n(NO_BLOCK, gw)),
             };
             if let [m0, m1] = members {
                 // Two groups: the records of both groups that meet the same A block first, side
@@ -335,7 +331,8 @@ fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
                 while i < m0[5] && j < m1[5] {
                     let (p0, p1) = (rec.words[i as usize * gw], rec.words[j as usize * gw]);
                     if p0 == p1 {
-                        push(&[Some(i), Some(j)]);
+                        push(Some(i));
+                        push(Some(j));
                         (i, j) = (i + 1, j + 1);
                     } else if p0 < p1 {
                         left0.push(i);
@@ -348,13 +345,14 @@ fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
                 left0.extend(i..m0[5]);
                 left1.extend(j..m1[5]);
                 for s in 0..left0.len().max(left1.len()) {
-                    push(&[left0.get(s).copied(), left1.get(s).copied()]);
+                    push(left0.get(s).copied());
+                    push(left1.get(s).copied());
                 }
             } else {
                 for s in 0..len {
-                    let rs: Vec<Option<u32>> =
-                        (0..g).map(|k| members.get(k).filter(|m| s < (m[5] - m[4]) as usize).map(|m| m[4] + s as u32)).collect();
-                    push(&rs);
+                    for k in 0..g {
+                        push(members.get(k).filter(|m| s < (m[5] - m[4]) as usize).map(|m| m[4] + s as u32));
+                    }
                 }
             }
         }

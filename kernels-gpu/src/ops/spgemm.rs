@@ -191,9 +191,9 @@ mod hopper {
 
     /// The producer's stream: each item's records in order, `bk / 64` stages each, every
     /// `producers`-th of them from stage `producer` on. A record's words are read one of the
-    /// producer's stages ahead, from L2: an item's records are prefetched there (by producer 0) when the item
-    /// before it starts (a record read from DRAM on its first use left the producer, one
-    /// thread, waiting a DRAM latency per stage: perf notes v14).
+    /// producer's stages ahead, from L2: an item's records are prefetched there (by producer 0)
+    /// when the item before it starts (a record read from DRAM on its first use left the
+    /// producer, one thread, waiting a DRAM latency per stage: perf notes v14).
     pub struct SpgemmStages {
         items: ItemCursor,
         item: WorkItem,
@@ -221,6 +221,14 @@ mod hopper {
             g += 1;
         }
         shared
+    }
+
+    /// Whether zero-fill stage `s` loads column group `g`'s A slice: where the group has a
+    /// present B box, and not where it shares group 0's ([`a_shared`]).
+    #[inline(always)]
+    fn loads_a(s: &Stage, t: WgmmaTile, g: u32) -> bool {
+        let per_group = group_cols(t) / BOX;
+        (s.boxes >> (g * per_group)) & ((1 << per_group) - 1) != 0 && !(g > 0 && a_shared(s, t))
     }
 
     /// Prefetches the records of `item` into L2.
@@ -336,11 +344,10 @@ mod hopper {
         #[inline(always)]
         unsafe fn consumers(&self, _p: &SpgemmParams, s: &Stage, t: WgmmaTile) -> (u32, u32) {
             if t.zero_fill {
-                let per_group = group_cols(t) / BOX;
                 let mut bytes = s.boxes.count_ones() * t.box_bytes();
                 let mut g = 0;
                 while g < t.a_groups {
-                    if (s.boxes >> (g * per_group)) & ((1 << per_group) - 1) != 0 && !(g > 0 && a_shared(s, t)) {
+                    if loads_a(s, t, g) {
                         bytes += t.a_group_bytes();
                     }
                     g += 1;
@@ -371,11 +378,10 @@ mod hopper {
             // are not loaded at all: the consumer reads the zero box in their place (an
             // out-of-bounds box still moves its bytes from L2, perf notes v27).
             let (bn_log2, gw) = (opaque(p.bn_log2), opaque(p.group_words));
-            let per_group = group_cols(t) / BOX;
             unsafe {
                 let mut g = 0;
                 while g < t.a_groups {
-                    if t.zero_fill && ((s.boxes >> (g * per_group)) & ((1 << per_group) - 1) == 0 || (g > 0 && a_shared(s, t))) {
+                    if t.zero_fill && !loads_a(s, t, g) {
                         g += 1;
                         continue;
                     }
