@@ -1,6 +1,8 @@
 //! `cargo xtask bench`: the block-sparse products and dense cuBLAS on the same shapes in one
-//! run. Each measurement: warm-up, then `reps` launches queued back to back, each bracketed by
-//! its own CUDA events (GPU time; `--synced` waits for each), median reported. Dense operands
+//! run. Each measurement: warm-up (at least `--warmup-ms` of launches, so that every kernel is
+//! timed at the clocks the board sustains under its power cap, as PyTorch's `do_bench` times
+//! the peer), then `reps` launches queued back to back, each bracketed by its own CUDA events
+//! (GPU time; `--synced` waits for each), median reported. Dense operands
 //! are random (never zeros) and made once per shape. Every ratio to dense cuBLAS is against the
 //! fastest dense timing of its shape in the run (dense is power-bound and drifts with the
 //! board's state more than the sparse kernels do: conservative ratios).
@@ -146,6 +148,18 @@ pub struct Args {
     /// back to back, each bracketed by its own pair of events, i.e. GPU time).
     #[arg(long)]
     synced: bool,
+    /// Idle time before each measurement, in ms. Under sustained load the H100 caps its clocks
+    /// for power (`clocks_event_reasons` SW power cap, 1980 down to 1350 MHz), so a row timed
+    /// right after others runs slower than the same launch timed first (perf notes v28).
+    #[arg(long, default_value_t = 0)]
+    settle_ms: u64,
+    /// Warm-up before each measurement, in ms of back-to-back launches (at least 5 launches).
+    /// Under sustained load the GPU caps its clocks for power, so the timed launches run in the
+    /// state PyTorch's `do_bench` times the peer in (25 ms warm-up, then 100 ms timed): dense,
+    /// ours and PyTorch all at sustained clocks. 0: a burst after 5 launches, up to ~15 % faster
+    /// for every kernel (perf notes v28).
+    #[arg(long, default_value_t = 100)]
+    warmup_ms: u64,
     /// Seed of the random operands and masks (default: fresh, printed and recorded in the JSON).
     #[arg(long)]
     seed: Option<u64>,
@@ -247,6 +261,12 @@ pub struct Report {
     /// included); false: queued back to back (GPU time).
     #[serde(default)]
     pub synced: bool,
+    /// `--warmup-ms` (0 in reports from before it existed: 5 warm-up launches only).
+    #[serde(default)]
+    pub warmup_ms: u64,
+    /// `--settle-ms`.
+    #[serde(default)]
+    pub settle_ms: u64,
     pub rows: Vec<Row>,
     /// `--spgemm`: the BSR × BSR rows (`bench_spgemm.rs`: each with the fastest dense cuBLAS
     /// time and the highest DRAM bandwidth of the run's rows, and its roof from them).
@@ -289,20 +309,27 @@ fn err(e: blocksparse::Error) -> String {
     e.to_string()
 }
 
-/// How [`time_ms`] measures: `n` timed launches after 5 warm-up ones, `synced` as `--synced`.
+/// How [`time_ms`] measures: `n` timed launches after `settle_ms` idle and a warm-up of at least
+/// 5 launches and `warmup_ms`, `synced` as `--synced`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Reps {
     pub n: usize,
     pub synced: bool,
+    /// Idle ms before the warm-up (`--settle-ms`).
+    pub settle_ms: u64,
+    /// Least warm-up, in ms of launches (`--warmup-ms`).
+    pub warmup_ms: u64,
 }
 
 impl Args {
     pub(crate) fn timing(&self) -> Reps {
-        Reps { n: self.reps, synced: self.synced }
+        Reps { n: self.reps, synced: self.synced, settle_ms: self.settle_ms, warmup_ms: self.warmup_ms }
     }
 }
 
-/// Median GPU time of `reps.n` runs of `f` after 5 warm-up ones, in ms. Each run is bracketed by
+/// Median GPU time of `reps.n` runs of `f` after the warm-up (at least 5 runs and
+/// `reps.warmup_ms` of them: the board is then at the clocks it holds under a sustained load),
+/// in ms. Each run is bracketed by
 /// its own pair of CUDA events. By default the runs are queued back to back: the host gets ahead
 /// of the GPU after the first one, so an event pair holds the run's kernels and the GPU's gaps
 /// between them, not the host's launch latency (what an application that queues its work sees;
@@ -312,8 +339,21 @@ impl Args {
 /// shortest).
 fn time_ms(ctx: &Context, reps: Reps, mut f: impl FnMut(usize) -> Res<()>) -> Res<f64> {
     let e = |e: blocksparse::cudarc::driver::DriverError| e.to_string();
+    if reps.settle_ms > 0 {
+        ctx.stream().synchronize().map_err(e)?;
+        std::thread::sleep(std::time::Duration::from_millis(reps.settle_ms));
+    }
     for i in 0..5 {
         f(i)?;
+    }
+    let warm = std::time::Instant::now();
+    let mut i = 5;
+    while warm.elapsed() < std::time::Duration::from_millis(reps.warmup_ms) {
+        f(i)?;
+        i += 1;
+        if i % 4 == 0 {
+            ctx.stream().synchronize().map_err(e)?;
+        }
     }
     let cu = ctx.cuda();
     let timing = Some(blocksparse::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
@@ -592,11 +632,17 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
     let dt = T::DTYPE;
     let peer = |op: &str, bs: usize, density: f64, batch: usize, (mm, nn, kk): (usize, usize, usize), ta: bool, tb: bool, tune: bool| serde_json::json!({"op": op, "m": mm, "n": nn, "k": kk, "block": bs, "density": density, "dtype": dt.to_string(), "batch": batch, "trans_a": ta, "trans_b": tb, "tune": tune});
     if !args.no_plain {
-        // Timed once, before any sparse row: re-timed right before each pattern (tried), the
-        // dense burst left the board power-throttled for the row after it (top-16 32×32 on the
-        // portable tile 0.357 → 0.39–0.46 ms, the same plan 0.37 ms when timed later).
-        let dense_ms = b.dense(1, m, n, k)?;
-        for &bs in &args.blocks {
+        // Timed before each block size's rows and after the last, the fastest used. Every
+        // measurement warms up to the board's sustained clocks first (`--warmup-ms`), so a
+        // dense timing no longer leaves the next row throttled (with 5 warm-up launches it
+        // did: top-16 32×32 0.357 → 0.39–0.46 ms, perf notes v13); and one dense timing under
+        // the power cap ranged 651–723 TF/s between suites of one run (v28), which a single
+        // slow one would flatter every ratio with.
+        let mut dense_ms = b.dense(1, m, n, k)?;
+        for (i, &bs) in args.blocks.iter().enumerate() {
+            if i > 0 {
+                dense_ms = b.dense_fresh(1, m, n, k)?;
+            }
             for &density in &args.densities {
                 for (pattern, mask) in pattern_masks(args, m / bs, k / bs, density, &mut b.rng) {
                     bar.set_message(format!("{dt} spmm b{bs} {pattern} {density}"));
@@ -656,6 +702,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
                 }
             }
         }
+        b.dense_fresh(1, m, n, k)?;
     }
     if args.ops {
         let dense_ms = b.dense(1, m, n, k)?;
@@ -814,6 +861,8 @@ pub fn run(args: Args) -> Res<bool> {
         unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         reps: args.reps,
         synced: args.synced,
+        warmup_ms: args.warmup_ms,
+        settle_ms: args.settle_ms,
         rows: rows.to_vec(),
         spgemm: spgemm.to_vec(),
     };
