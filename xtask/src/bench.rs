@@ -140,26 +140,33 @@ pub struct Args {
     /// Cache of PyTorch's tuned parameters (read and extended across runs).
     #[arg(long, default_value = "target/torch_tuned.json")]
     peer_cache: String,
-    /// Timed launches per measurement (median reported).
+    /// Timed launches per measurement, at least (median reported; see --timed-ms).
     #[arg(long, default_value_t = 50)]
     reps: usize,
     /// Wait for each timed launch before queuing the next, so that every time also holds the
-    /// host's launch latency (the timer of the runs before 2026-11-25; default: launches queued
-    /// back to back, each bracketed by its own pair of events, i.e. GPU time).
+    /// host's launch latency (default: launches queued back to back, each bracketed by its own
+    /// pair of events, i.e. GPU time). The timer of the runs before 2026-11-25 is `--synced
+    /// --warmup-ms 0`.
     #[arg(long)]
     synced: bool,
-    /// Idle time before each measurement, in ms. Under sustained load the H100 caps its clocks
-    /// for power (`clocks_event_reasons` SW power cap, 1980 down to 1350 MHz), so a row timed
-    /// right after others runs slower than the same launch timed first (perf notes v28).
+    /// Idle time before each measurement's warm-up, in ms. For A/Bs of variants in one process
+    /// with `--warmup-ms 0`: timed in bursts, a row timed right after others ran up to 13 %
+    /// slower than the same plan timed first, as the board had reached its power cap (perf notes
+    /// v28). With the default warm-up the timed launches run at the capped clocks anyway.
     #[arg(long, default_value_t = 0)]
     settle_ms: u64,
-    /// Warm-up before each measurement, in ms of back-to-back launches (at least 5 launches).
-    /// Under sustained load the GPU caps its clocks for power, so the timed launches run in the
-    /// state PyTorch's `do_bench` times the peer in (25 ms warm-up, then 100 ms timed): dense,
-    /// ours and PyTorch all at sustained clocks. 0: a burst after 5 launches, up to ~15 % faster
-    /// for every kernel (perf notes v28).
+    /// Warm-up before each measurement: launches back to back for at least this many ms (and at
+    /// least 5 launches; longer where one launch is long). Under sustained load the H100 holds
+    /// its clocks under its power cap, where PyTorch's timer measures the peer (its
+    /// `do_bench`, then `do_bench_cudagraph` right after): dense cuBLAS, ours and PyTorch are
+    /// then all timed at sustained clocks. 0: a burst after 5 launches, which ran the 8192³ rows
+    /// 5–21 % faster (perf notes v28).
     #[arg(long, default_value_t = 100)]
     warmup_ms: u64,
+    /// Least span of the timed launches, in ms (with a warm-up): more than --reps launches where
+    /// they would take less, so that the median covers the capped clocks' swings.
+    #[arg(long, default_value_t = 50)]
+    timed_ms: u64,
     /// Seed of the random operands and masks (default: fresh, printed and recorded in the JSON).
     #[arg(long)]
     seed: Option<u64>,
@@ -267,6 +274,13 @@ pub struct Report {
     /// `--settle-ms`.
     #[serde(default)]
     pub settle_ms: u64,
+    /// `--timed-ms`.
+    #[serde(default)]
+    pub timed_ms: u64,
+    /// Every dense cuBLAS timing of the plain, ops and batched suites, in order: `(batch, m, n,
+    /// k, ms)` (each ratio is against the fastest of its shape).
+    #[serde(default)]
+    pub dense_timings: Vec<(usize, usize, usize, usize, f64)>,
     pub rows: Vec<Row>,
     /// `--spgemm`: the BSR × BSR rows (`bench_spgemm.rs`: each with the fastest dense cuBLAS
     /// time and the highest DRAM bandwidth of the run's rows, and its roof from them).
@@ -319,11 +333,13 @@ pub(crate) struct Reps {
     pub settle_ms: u64,
     /// Least warm-up, in ms of launches (`--warmup-ms`).
     pub warmup_ms: u64,
+    /// Least span of the timed launches, in ms (`--timed-ms`; with a warm-up only).
+    pub timed_ms: u64,
 }
 
 impl Args {
     pub(crate) fn timing(&self) -> Reps {
-        Reps { n: self.reps, synced: self.synced, settle_ms: self.settle_ms, warmup_ms: self.warmup_ms }
+        Reps { n: self.reps, synced: self.synced, settle_ms: self.settle_ms, warmup_ms: self.warmup_ms, timed_ms: self.timed_ms }
     }
 }
 
@@ -338,34 +354,48 @@ impl Args {
 /// launching onto an idle stream (perf notes v21: 0–2 % of most 8192³ rows, 7–8 % of the
 /// shortest).
 fn time_ms(ctx: &Context, reps: Reps, mut f: impl FnMut(usize) -> Res<()>) -> Res<f64> {
+    use std::time::{Duration, Instant};
     let e = |e: blocksparse::cudarc::driver::DriverError| e.to_string();
+    let cu = ctx.cuda();
     if reps.settle_ms > 0 {
         ctx.stream().synchronize().map_err(e)?;
-        std::thread::sleep(std::time::Duration::from_millis(reps.settle_ms));
+        std::thread::sleep(Duration::from_millis(reps.settle_ms));
     }
     for i in 0..5 {
         f(i)?;
     }
-    let warm = std::time::Instant::now();
+    // Launches until `warmup_ms` have passed, the GPU kept busy throughout: an event after every
+    // fourth launch, and the host waits on the one from two batches back (at most 8 queued).
+    let warm = Instant::now();
     let mut i = 5;
-    while warm.elapsed() < std::time::Duration::from_millis(reps.warmup_ms) {
+    let mut marks = std::collections::VecDeque::new();
+    while warm.elapsed() < Duration::from_millis(reps.warmup_ms) {
         f(i)?;
         i += 1;
         if i % 4 == 0 {
-            ctx.stream().synchronize().map_err(e)?;
+            marks.push_back(ctx.stream().record_event(None).map_err(e)?);
+            if marks.len() > 2
+                && let Some(m) = marks.pop_front()
+            {
+                m.synchronize().map_err(e)?;
+            }
         }
     }
-    let cu = ctx.cuda();
+    // Enough timed launches to span `timed_ms` at the warm-up's pace (at least `n`, at most
+    // 4096), so that the median covers the capped clocks' swings rather than one of them.
+    ctx.stream().synchronize().map_err(e)?;
+    let per_launch = warm.elapsed().as_secs_f64() * 1e3 / (i - 5).max(1) as f64;
+    let by_time = if reps.warmup_ms > 0 { (reps.timed_ms as f64 / per_launch.max(1e-3)).ceil() as usize } else { 0 };
+    let n = reps.n.max(1).max(by_time.min(4096));
     let timing = Some(blocksparse::cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let n = reps.n.max(1);
     let mut events = Vec::with_capacity(n);
     for _ in 0..n {
         events.push((cu.new_event(timing).map_err(e)?, cu.new_event(timing).map_err(e)?));
     }
-    ctx.stream().synchronize().map_err(e)?;
-    for (i, (start, stop)) in events.iter().enumerate() {
+    // The timed launches go on from the warm-up's index (closures cycle their inputs by it).
+    for (k, (start, stop)) in events.iter().enumerate() {
         start.record(ctx.stream()).map_err(e)?;
-        f(i)?;
+        f(i + k)?;
         stop.record(ctx.stream()).map_err(e)?;
         if reps.synced {
             stop.synchronize().map_err(e)?;
@@ -420,6 +450,8 @@ struct Bench<'a, T: InputElement> {
     dense_ops: HashMap<(usize, usize, usize, usize), [DeviceMatrix<T>; 3]>,
     /// The fastest dense time of each shape in the run (what every row's ratio is against).
     dense_best: HashMap<(usize, usize, usize, usize), f64>,
+    /// Every dense timing, in order (the report's `dense_timings`).
+    dense_timings: Vec<(usize, usize, usize, usize, f64)>,
     rng: TestRng,
 }
 
@@ -441,6 +473,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
         let (gemm, ctx, reps) = (&self.gemm, self.ctx, self.args.timing());
         let t = time_ms(ctx, reps, |_| gemm.gemm(ctx, a, b, c))?;
         self.dense_ms.insert(shape, t);
+        self.dense_timings.push((batch, m, n, k, t));
         let best = self.dense_best.entry(shape).or_insert(t);
         *best = best.min(t);
         Ok(t)
@@ -614,7 +647,14 @@ impl CaseInfo<'_> {
     }
 }
 
-fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Vec<Row>, bar: &ProgressBar) -> Res<()> {
+fn run_dtype<T: InputElement>(
+    ctx: &Context,
+    args: &Args,
+    seed: u64,
+    rows: &mut Vec<Row>,
+    dense_timings: &mut Vec<(usize, usize, usize, usize, f64)>,
+    bar: &ProgressBar,
+) -> Res<()> {
     let first_row = rows.len();
     let gemm = DenseGemm::new(ctx)?;
     let mut b = Bench::<T> {
@@ -626,6 +666,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
         dense_ms: HashMap::new(),
         dense_ops: HashMap::new(),
         dense_best: HashMap::new(),
+        dense_timings: Vec::new(),
         rng: seeded_rng(seed),
     };
     let (m, n, k) = (args.m, args.n, args.k);
@@ -635,9 +676,9 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
         // Timed before each block size's rows and after the last, the fastest used. Every
         // measurement warms up to the board's sustained clocks first (`--warmup-ms`), so a
         // dense timing no longer leaves the next row throttled (with 5 warm-up launches it
-        // did: top-16 32×32 0.357 → 0.39–0.46 ms, perf notes v13); and one dense timing under
-        // the power cap ranged 651–723 TF/s between suites of one run (v28), which a single
-        // slow one would flatter every ratio with.
+        // did: top-16 32×32 0.357 → 0.39–0.46 ms, perf notes v13); and sustained dense
+        // timings span 629–717 TF/s within one run (v28), so a single slow one would flatter
+        // every ratio.
         let mut dense_ms = b.dense(1, m, n, k)?;
         for (i, &bs) in args.blocks.iter().enumerate() {
             if i > 0 {
@@ -800,6 +841,7 @@ fn run_dtype<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut 
             r.set_dense(best);
         }
     }
+    dense_timings.append(&mut b.dense_timings);
     Ok(())
 }
 
@@ -832,10 +874,11 @@ pub fn run(args: Args) -> Res<bool> {
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
     let mut rows = Vec::new();
     let mut spgemm_rows = Vec::new();
+    let mut dense_timings = Vec::new();
     for &dt in &args.dtypes {
         match DType::from(dt) {
-            DType::F16 => run_dtype::<f16>(&ctx, &args, seed, &mut rows, &bar)?,
-            DType::Bf16 => run_dtype::<bf16>(&ctx, &args, seed, &mut rows, &bar)?,
+            DType::F16 => run_dtype::<f16>(&ctx, &args, seed, &mut rows, &mut dense_timings, &bar)?,
+            DType::Bf16 => run_dtype::<bf16>(&ctx, &args, seed, &mut rows, &mut dense_timings, &bar)?,
             DType::F32 => return Err("f32 inputs are not supported (use f16 or bf16)".into()),
         }
         if args.spgemm {
@@ -863,6 +906,8 @@ pub fn run(args: Args) -> Res<bool> {
         synced: args.synced,
         warmup_ms: args.warmup_ms,
         settle_ms: args.settle_ms,
+        timed_ms: args.timed_ms,
+        dense_timings: dense_timings.clone(),
         rows: rows.to_vec(),
         spgemm: spgemm.to_vec(),
     };
@@ -882,13 +927,16 @@ pub fn run(args: Args) -> Res<bool> {
     let report = report(&rows, &spgemm_rows);
     write(&report)?;
     println!(
-        "bench: {} (cc {}.{}), module {:?}, median of {} runs ({}), output in the input dtype",
+        "bench: {} (cc {}.{}), module {:?}, median of at least {} runs ({}) after {} ms of warm-up{}{}, output in the input dtype",
         report.gpu,
         report.compute_capability.0,
         report.compute_capability.1,
         ctx.arch(),
         args.reps,
-        if args.synced { "each waited for: GPU time + host launch latency" } else { "queued back to back: GPU time" }
+        if args.synced { "each waited for: GPU time + host launch latency" } else { "queued back to back: GPU time" },
+        args.warmup_ms,
+        if args.warmup_ms > 0 { format!(", spanning at least {} ms", args.timed_ms) } else { String::new() },
+        if args.settle_ms > 0 { format!(", {} ms idle before each", args.settle_ms) } else { String::new() },
     );
     println!(
         "run: CUDA driver {}{}, commit {} (built from {}), seed {seed}",
@@ -900,7 +948,7 @@ pub fn run(args: Args) -> Res<bool> {
     // The plain / ops / batched table (absent when only --spgemm ran).
     if !rows.is_empty() {
         println!(
-            "ratio: effective TFLOP/s (nonzero blocks) / the fastest dense cuBLAS TFLOP/s on the same shapes in this run (re-timed before each SDDMM row); vs plain: time / plain SpMM time on the same pattern, timed just before"
+            "ratio: effective TFLOP/s (nonzero blocks) / the fastest dense cuBLAS TFLOP/s on the same shapes in this run (re-timed before each block size and each SDDMM row); vs plain: time / plain SpMM time on the same pattern, timed just before"
         );
         println!("torch: PyTorch Triton BSR (GPU time), default params / tuned for this GPU; ours/tuned: our TF/s over tuned torch");
         println!(
