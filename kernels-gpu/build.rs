@@ -1,6 +1,6 @@
 //! Generates the `wgmma` wrappers (per input type and operand layout: A and B each K-major or
-//! MN-major): their inline PTX names every accumulator register (128 for m64n256, 64 for m64n128), which is
-//! written out here once instead of by hand (32 for m64n64).
+//! MN-major): their inline PTX names every accumulator register (128 for m64n256, 64 for
+//! m64n128, 32 for m64n64), which is written out here once instead of by hand.
 
 use std::fmt::Write as _;
 

@@ -1,8 +1,9 @@
 //! `cargo xtask bench`: the block-sparse products and dense cuBLAS on the same shapes in one
 //! run. Each measurement: warm-up (at least `--warmup-ms` of launches, so that every kernel is
 //! timed at the clocks the board sustains under its power cap, as PyTorch's `do_bench` times
-//! the peer), then `reps` launches queued back to back, each bracketed by its own CUDA events
-//! (GPU time; `--synced` waits for each), median reported. Dense operands
+//! the peer), then at least `reps` launches spanning at least `--timed-ms`, queued back to
+//! back, each bracketed by its own CUDA events (GPU time; `--synced` waits for each), median
+//! reported. Dense operands
 //! are random (never zeros) and made once per shape. Every ratio to dense cuBLAS is against the
 //! fastest dense timing of its shape in the run (dense is power-bound and drifts with the
 //! board's state more than the sparse kernels do: conservative ratios).
@@ -343,10 +344,10 @@ impl Args {
     }
 }
 
-/// Median GPU time of `reps.n` runs of `f` after the warm-up (at least 5 runs and
-/// `reps.warmup_ms` of them: the board is then at the clocks it holds under a sustained load),
-/// in ms. Each run is bracketed by
-/// its own pair of CUDA events. By default the runs are queued back to back: the host gets ahead
+/// Median GPU time, in ms, of at least `reps.n` runs of `f` spanning at least `reps.timed_ms`,
+/// after the warm-up (at least 5 runs and `reps.warmup_ms` of them: the board is then at the
+/// clocks it holds under a sustained load). Each run is bracketed by its own pair of CUDA
+/// events. By default the runs are queued back to back: the host gets ahead
 /// of the GPU after the first one, so an event pair holds the run's kernels and the GPU's gaps
 /// between them, not the host's launch latency (what an application that queues its work sees;
 /// the PyTorch peer is timed on GPU time too, through CUDA graphs). With `reps.synced` the host
@@ -679,11 +680,8 @@ fn run_dtype<T: InputElement>(
         // did: top-16 32×32 0.357 → 0.39–0.46 ms, perf notes v13); and sustained dense
         // timings span 629–717 TF/s within one run (v28), so a single slow one would flatter
         // every ratio.
-        let mut dense_ms = b.dense(1, m, n, k)?;
-        for (i, &bs) in args.blocks.iter().enumerate() {
-            if i > 0 {
-                dense_ms = b.dense_fresh(1, m, n, k)?;
-            }
+        for &bs in &args.blocks {
+            let dense_ms = b.dense_fresh(1, m, n, k)?;
             for &density in &args.densities {
                 for (pattern, mask) in pattern_masks(args, m / bs, k / bs, density, &mut b.rng) {
                     bar.set_message(format!("{dt} spmm b{bs} {pattern} {density}"));

@@ -23,8 +23,9 @@
 //! and drifts with the board's state more than the sparse kernels (in one run of 2026-11-26 it
 //! timed 635–775 TF/s), and a row whose reference ran throttled would look closer to dense and
 //! to its roof than it is. Each measurement is `time_ms`'s: warm-up (at least `--warmup-ms` of
-//! launches, so that it runs at the board's sustained clocks), then `--reps` launches queued
-//! back to back, each between its own CUDA events (`--synced`: each waited for), the median.
+//! launches, so that it runs at the board's sustained clocks), then at least `--reps` launches
+//! spanning at least `--timed-ms`, queued back to back, each between its own CUDA events
+//! (`--synced`: each waited for), the median.
 //!
 //! Printed and recorded per row: pairs (block multiply-adds), the plan's records and tiles,
 //! time, effective TFLOP/s (`2 · pairs · bm · bk · bn / time`), its ratio to dense cuBLAS's

@@ -387,16 +387,10 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
     // This warpgroup's operands inside a stage: A box wm, B boxes 4 wn .. 4 wn + 4.
     // (Rows of a K-major A are k_row_bytes long; an MN-major A's box wm, of (ks, 64), is as
     // many bytes.)
-    // (A column-split tile, `n_split`: all of A's rows, B boxes `2 c ..`. A grouped tile is
-    // zero-fill, whose main loop addresses its A slices per box from the slot; the third
-    // form is kept as it was because the SpMM and SDDMM cubins then stay byte-identical.)
-    let a_off = if t.n_split {
-        0
-    } else if t.a_groups == 1 {
-        wm * WG_M * t.k_row_bytes()
-    } else {
-        2 * wn * t.a_group_bytes() + wm * WG_M * t.k_row_bytes()
-    };
+    // (A column-split tile, `n_split`: all of A's rows, B boxes `2 c ..`. A zero-fill tile,
+    // the only one with several A slices, addresses its slices and boxes per box from the
+    // slot in its main loop.)
+    let a_off = if t.n_split { 0 } else { wm * WG_M * t.k_row_bytes() };
     let b_off = if t.n_split { c * (128 / BOX) * t.box_bytes() } else { wn * (WG_N / BOX) * t.box_bytes() };
     // Lag of warpgroup 1 behind warpgroup 0 (`WgmmaTile::skew`): warpgroup 1 starts once
     // warpgroup 0 has multiplied `skew` stages (or all of its stages, if fewer). Both walk the
