@@ -46,7 +46,8 @@ pub struct PlanOptions {
     /// SpMM and SpGEMM: how many N tiles the plan walks together, row by row (each group
     /// re-reads A once, and the thread blocks running at one time share its B columns in L2).
     /// Default: as many `K × tn` strips of B (of B's stored blocks, for SpGEMM) as fit in a
-    /// sixth of the L2 cache.
+    /// sixth of the L2 cache; SpGEMM with 128-row blocks on Hopper: all of a row's tiles where
+    /// B's stored blocks fit in half of it.
     pub n_tile_group: Option<u32>,
     /// SpMM and dense × sparse: how many adjacent rows of the stream of A's blocks (block rows
     /// of op(A) as the kernel streams it) share one output tile, over the union of their block

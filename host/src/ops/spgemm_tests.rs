@@ -405,6 +405,24 @@ fn split_tiles_covers_every_tile_once() {
     assert!(splits > 0, "seed {seed}: some tiles were split");
 }
 
+/// default_group_cols: a sixth of L2 in B strips (a multiple of the tile's columns, at least
+/// one tile), and every column on the column-split tile where B fits in half of L2.
+#[test]
+fn default_groups_fit_a_sixth_of_l2_or_take_every_column() {
+    const MB: u64 = 1 << 20;
+    // 8192³, 128×128 blocks, 50 % of B: 64 block columns of 1 MB each, L2 50 MB: 8 columns.
+    assert_eq!(default_group_cols(64 * MB, 64, 2, 50 * MB, true), 8);
+    assert_eq!(default_group_cols(64 * MB, 64, 2, 50 * MB, false), 8);
+    // 12.5 %: 16 MB of B fits in half of L2: every column on the column-split tile only.
+    assert_eq!(default_group_cols(16 * MB, 64, 2, 50 * MB, true), u64::MAX);
+    assert_eq!(default_group_cols(16 * MB, 64, 2, 50 * MB, false), 34);
+    assert_eq!(default_group_cols(26 * MB, 64, 2, 50 * MB, true), 20);
+    // A strip larger than a sixth of L2: one tile. Degenerate sizes stay at least one tile.
+    assert_eq!(default_group_cols(1 << 40, 4, 4, 50 * MB, true), 4);
+    assert_eq!(default_group_cols(0, 0, 0, 0, true), u64::MAX);
+    assert_eq!(default_group_cols(1, 0, 0, 0, false), 1);
+}
+
 /// group_tiles_by_columns: a permutation of the tiles, in groups of columns ascending, rows
 /// ascending in even groups and descending in odd ones, a row's tiles of a group in order.
 #[test]
@@ -425,7 +443,7 @@ fn tiles_are_walked_in_column_groups() {
                 Some(_) => 0,
                 None => (t[1] as usize * jt) as u64,
             };
-            for group_cols in [1u64, 3, 8, 1000] {
+            for group_cols in [1u64, 3, 8, 1000, u64::MAX] {
                 let what = format!("seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, j_per_tile {jt}, {group_cols} columns");
                 let mut tiles = rec.tiles.clone();
                 group_tiles_by_columns(&mut tiles, first_col, group_cols);
