@@ -1,7 +1,8 @@
 //! The portable kernel skeleton (sm_80+): one thread block per work item, a multistage
 //! `cp.async` ring feeding `ldmatrix` + `mma.sync` m16n8k16 with f32 accumulators in registers.
 //! An op supplies where each 16-byte chunk of a stage comes from ([`PortableOp::a_chunk`],
-//! [`PortableOp::b_chunk`]) and where the tile goes ([`PortableOp::store`]); the ring, the
+//! [`PortableOp::b_chunk`], with what a stage's B chunks share computed once per stage by
+//! [`PortableOp::b_stage`]) and where the tile goes ([`PortableOp::store`]); the ring, the
 //! operand layouts and the tensor-core loop are written here once.
 //!
 //! Shared memory: `A ring (stages, A stage) | B ring (stages, B stage) | block cache`. A stage
@@ -73,6 +74,9 @@ pub trait PortableOp {
     type Params;
     /// What a thread block knows about its item after [`PortableOp::prepare`].
     type Item: Copy;
+    /// What every B chunk of one stage shares ([`PortableOp::b_stage`]), `()` for an op whose
+    /// chunks find their sources alone.
+    type BStage: Copy + Default;
 
     /// The [`flags`] bits.
     fn flags(p: &Self::Params) -> u32;
@@ -85,9 +89,25 @@ pub trait PortableOp {
     /// K offset `k0`: rows along M (K-major, `A_MN` false) or along K (MN-major). Returns the
     /// address and the bytes to read (0..=16; the rest of the chunk is zero-filled).
     unsafe fn a_chunk<const A_MN: bool>(p: &Self::Params, it: &Self::Item, k0: u32, row: u32, chunk: u32) -> (*const u8, u32);
+    /// Computed by each thread once per stage (starting at K offset `k0`), before the stage's B
+    /// chunks: what they share (for example the source of the stage's first K row), and
+    /// whether the chunks can use it (`SHARED` below); otherwise each chunk finds its own
+    /// source (the default: nothing shared).
+    #[inline(always)]
+    unsafe fn b_stage<const B_K: bool>(_p: &Self::Params, _it: &Self::Item, _k0: u32) -> (Self::BStage, bool) {
+        (Self::BStage::default(), false)
+    }
     /// As [`PortableOp::a_chunk`] for the B slice: rows along K (MN-major, `B_K` false) or
-    /// along N (K-major).
-    unsafe fn b_chunk<const B_K: bool>(p: &Self::Params, it: &Self::Item, k0: u32, row: u32, chunk: u32) -> (*const u8, u32);
+    /// along N (K-major); `st` is the stage's [`PortableOp::b_stage`], and `SHARED` whether it
+    /// said the chunks can use it (the skeleton branches once per stage, not per chunk).
+    unsafe fn b_chunk<const B_K: bool, const SHARED: bool>(
+        p: &Self::Params,
+        it: &Self::Item,
+        st: Self::BStage,
+        k0: u32,
+        row: u32,
+        chunk: u32,
+    ) -> (*const u8, u32);
     /// Writes one warp's accumulators (all 32 lanes call it).
     unsafe fn store<O: Output>(p: &Self::Params, it: &Self::Item, t: MmaTile, w: WarpTile, acc: &Acc);
 }
@@ -156,14 +176,21 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
             i += 1;
         }
         let b_slot = b_ring.offset(slot * t.b_stage_bytes());
-        let mut i = 0;
-        while i < b_chunks / threads {
-            let idx = tid + i * threads;
-            let (r, c) = (idx / b_rc, idx % b_rc);
-            let (src, bytes) = unsafe { Op::b_chunk::<B_K>(p, it, k0, r, c) };
-            unsafe { cp_async_16(b_slot.chunk_addr(r, c), src, bytes) };
-            i += 1;
+        let (st, shared) = unsafe { Op::b_stage::<B_K>(p, it, k0) };
+        // The B chunks, with or without the stage's shared source (one branch per stage).
+        macro_rules! load_b {
+            ($shared:literal) => {{
+                let mut i = 0;
+                while i < b_chunks / threads {
+                    let idx = tid + i * threads;
+                    let (r, c) = (idx / b_rc, idx % b_rc);
+                    let (src, bytes) = unsafe { Op::b_chunk::<B_K, $shared>(p, it, st, k0, r, c) };
+                    unsafe { cp_async_16(b_slot.chunk_addr(r, c), src, bytes) };
+                    i += 1;
+                }
+            }};
         }
+        if shared { load_b!(true) } else { load_b!(false) }
     };
 
     // ---- compute: the warp's (16 · MI, 64) sub-tile over one slot ----

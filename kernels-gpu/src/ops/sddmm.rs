@@ -56,6 +56,7 @@ pub struct PortableItem {
 impl PortableOp for Sddmm {
     type Params = SddmmParams;
     type Item = PortableItem;
+    type BStage = ();
 
     #[inline(always)]
     fn flags(p: &SddmmParams) -> u32 {
@@ -97,7 +98,14 @@ impl PortableOp for Sddmm {
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool>(p: &SddmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+    unsafe fn b_chunk<const B_K: bool, const SHARED: bool>(
+        p: &SddmmParams,
+        it: &PortableItem,
+        _st: (),
+        k0: u32,
+        row: u32,
+        chunk: u32,
+    ) -> (*const u8, u32) {
         // MN-major (Y row-major): row = K, chunk along the tile's columns. K-major (Y stored
         // (N, K)): row = tile column, chunk along K.
         let y = (p.y as *const u16).wrapping_add(it.item.batch as usize * p.y_batch_stride as usize);

@@ -87,6 +87,7 @@ impl PortableItem {
 impl PortableOp for Spgemm {
     type Params = SpgemmParams;
     type Item = PortableItem;
+    type BStage = ();
 
     #[inline(always)]
     fn flags(_p: &SpgemmParams) -> u32 {
@@ -119,7 +120,14 @@ impl PortableOp for Spgemm {
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool>(p: &SpgemmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+    unsafe fn b_chunk<const B_K: bool, const SHARED: bool>(
+        p: &SpgemmParams,
+        it: &PortableItem,
+        _st: (),
+        k0: u32,
+        row: u32,
+        chunk: u32,
+    ) -> (*const u8, u32) {
         // MN-major: row = K row, chunk along the tile's columns; column block j of the tile is
         // the record's word 1 + j. (The op's flags never ask for K-major.)
         let values = p.b_values as *const u16;

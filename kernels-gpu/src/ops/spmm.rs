@@ -30,7 +30,7 @@
 //! A reordered plan (`out.row_map`, see `DenseOut`) writes tile row `r*tm + h*rb + i` to C's
 //! row `row_map[r*m + h]*rb + i` instead: its stream rows are A's in another order.
 
-use blocksparse_abi::{MAX_ITEM_BLOCKS, MmaTile, NO_BLOCK, NO_SLOT, SpmmParams, WorkItem, flags};
+use blocksparse_abi::{MAX_ITEM_BLOCKS, MMA_TILES, MmaTile, NO_BLOCK, NO_SLOT, SpmmParams, WorkItem, flags};
 
 use crate::core::epilogue::{DenseDest, partial_tile};
 use crate::core::portable::{Acc, PortableOp, WarpTile};
@@ -64,6 +64,18 @@ fn tabled(p: &SpmmParams) -> bool {
 fn merge_log2(p: &SpmmParams) -> u32 {
     if p.flags & flags::A_MERGED != 0 { p.merge_log2 } else { 0 }
 }
+
+/// log2 of the K depth of a portable stage (every tile's `ks`; stages start at its multiples).
+const STAGE_K_LOG2: u32 = 5;
+const _: () = {
+    let mut i = 0;
+    while i < MMA_TILES.len() {
+        assert!(MMA_TILES[i].ks == 1 << STAGE_K_LOG2);
+        i += 1;
+    }
+};
+/// [`PortableOp::b_stage`] of a stage past the item's K: every chunk reads nothing.
+const PAST_END: u64 = u64::MAX - 1;
 
 /// Element offset of matrix `batch`'s values of block `blk`, row `row`, column `col`.
 #[inline(always)]
@@ -104,6 +116,7 @@ impl PortableItem {
 impl PortableOp for Spmm {
     type Params = SpmmParams;
     type Item = PortableItem;
+    type BStage = u64;
 
     #[inline(always)]
     fn flags(p: &SpmmParams) -> u32 {
@@ -165,14 +178,54 @@ impl PortableOp for Spmm {
         (values.wrapping_add(off) as *const u8, 16)
     }
 
+    /// Where the stage's 32 K rows lie in one block of the stream (blocks at least 32 deep: the
+    /// stages start at multiples of 32), the element offset of its first K row in op(B) (of
+    /// matrix `batch`: row `brow` of an MN-major op(B), column `brow` of a K-major one), so that
+    /// a chunk adds only its own row and column, or [`PAST_END`] past the item's K; not shared
+    /// where a stage spans blocks (16 deep): each chunk then finds its own.
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool>(p: &SpmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+    unsafe fn b_stage<const B_K: bool>(p: &SpmmParams, it: &PortableItem, k0: u32) -> (u64, bool) {
+        let kb_log2 = kb_log2(p);
+        if kb_log2 < STAGE_K_LOG2 {
+            return (0, false);
+        }
+        if k0 >= it.ktot {
+            return (PAST_END, true);
+        }
+        let kblk = unsafe { it.kblk(k0 >> kb_log2) };
+        let brow = ((kblk << kb_log2) + (k0 & ((1 << kb_log2) - 1))) as u64;
+        let batch = it.item.batch as u64 * p.b_batch_stride;
+        (if B_K { batch + brow } else { batch + brow * p.ldb as u64 }, true)
+    }
+
+    #[inline(always)]
+    unsafe fn b_chunk<const B_K: bool, const SHARED: bool>(
+        p: &SpmmParams,
+        it: &PortableItem,
+        st: u64,
+        k0: u32,
+        row: u32,
+        chunk: u32,
+    ) -> (*const u8, u32) {
         let kb_log2 = kb_log2(p);
         let n_total = p.out.cols;
         let n0 = it.n0;
+        let b = p.b as *const u16;
         // MN-major: row = K row of op(B), chunk along N. K-major: row = N, chunk along K.
         let (k, n) = if B_K { (k0 + 8 * chunk, n0 + row) } else { (k0 + row, n0 + 8 * chunk) };
-        let b = (p.b as *const u16).wrapping_add(it.item.batch as usize * p.b_batch_stride as usize);
+        if SHARED {
+            // The stage's first K row at `st`: this chunk's K offset in it is `8 · chunk`
+            // (K-major) or its row (MN-major).
+            if st == PAST_END || n >= n_total {
+                return (b as *const u8, 0);
+            }
+            return if B_K {
+                (b.wrapping_add((st + n as u64 * opaque(p.ldb) as u64 + 8 * chunk as u64) as usize) as *const u8, 16)
+            } else {
+                (b.wrapping_add((st + row as u64 * p.ldb as u64 + n as u64) as usize) as *const u8, (n_total - n).min(8) * 2)
+            };
+        }
+        let b = b.wrapping_add(it.item.batch as usize * p.b_batch_stride as usize);
         if k >= it.ktot || n >= n_total {
             return (b as *const u8, 0);
         }
