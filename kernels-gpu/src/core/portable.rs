@@ -89,18 +89,18 @@ pub trait PortableOp {
     /// K offset `k0`: rows along M (K-major, `A_MN` false) or along K (MN-major). Returns the
     /// address and the bytes to read (0..=16; the rest of the chunk is zero-filled).
     unsafe fn a_chunk<const A_MN: bool>(p: &Self::Params, it: &Self::Item, k0: u32, row: u32, chunk: u32) -> (*const u8, u32);
-    /// Computed by each thread once per stage (starting at K offset `k0`), before the stage's B
-    /// chunks: what they share (for example the source of the stage's first K row), and
-    /// whether the chunks can use it (`SHARED` below); otherwise each chunk finds its own
-    /// source (the default: nothing shared).
+    /// Computed by each thread once per stage (starting at K offset `k0`) of tile `t`, before
+    /// the stage's B chunks: what they share (for example the source of the stage's first K
+    /// row) and the form of [`PortableOp::b_chunk`] that uses it (`FORM`, 1 or 2, the op's to
+    /// define); 0: each chunk finds its own source (the default: nothing shared).
     #[inline(always)]
-    unsafe fn b_stage<const B_K: bool>(_p: &Self::Params, _it: &Self::Item, _k0: u32) -> (Self::BStage, bool) {
-        (Self::BStage::default(), false)
+    unsafe fn b_stage<const B_K: bool>(_p: &Self::Params, _it: &Self::Item, _t: MmaTile, _k0: u32) -> (Self::BStage, u32) {
+        (Self::BStage::default(), 0)
     }
     /// As [`PortableOp::a_chunk`] for the B slice: rows along K (MN-major, `B_K` false) or
-    /// along N (K-major); `st` is the stage's [`PortableOp::b_stage`], and `SHARED` whether it
-    /// said the chunks can use it (the skeleton branches once per stage, not per chunk).
-    unsafe fn b_chunk<const B_K: bool, const SHARED: bool>(
+    /// along N (K-major); `st` is the stage's [`PortableOp::b_stage`], and `FORM` the form it
+    /// asked for (the skeleton branches once per stage, not per chunk).
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(
         p: &Self::Params,
         it: &Self::Item,
         st: Self::BStage,
@@ -176,21 +176,25 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
             i += 1;
         }
         let b_slot = b_ring.offset(slot * t.b_stage_bytes());
-        let (st, shared) = unsafe { Op::b_stage::<B_K>(p, it, k0) };
-        // The B chunks, with or without the stage's shared source (one branch per stage).
+        let (st, form) = unsafe { Op::b_stage::<B_K>(p, it, t, k0) };
+        // The B chunks in the form the op asked for (one branch per stage).
         macro_rules! load_b {
-            ($shared:literal) => {{
+            ($form:literal) => {{
                 let mut i = 0;
                 while i < b_chunks / threads {
                     let idx = tid + i * threads;
                     let (r, c) = (idx / b_rc, idx % b_rc);
-                    let (src, bytes) = unsafe { Op::b_chunk::<B_K, $shared>(p, it, st, k0, r, c) };
+                    let (src, bytes) = unsafe { Op::b_chunk::<B_K, $form>(p, it, st, k0, r, c) };
                     unsafe { cp_async_16(b_slot.chunk_addr(r, c), src, bytes) };
                     i += 1;
                 }
             }};
         }
-        if shared { load_b!(true) } else { load_b!(false) }
+        match form {
+            1 => load_b!(1),
+            2 => load_b!(2),
+            _ => load_b!(0),
+        }
     };
 
     // ---- compute: the warp's (16 · MI, 64) sub-tile over one slot ----

@@ -98,7 +98,7 @@ impl PortableOp for Sddmm {
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const SHARED: bool>(
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(
         p: &SddmmParams,
         it: &PortableItem,
         _st: (),

@@ -120,7 +120,7 @@ impl PortableOp for Spgemm {
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const SHARED: bool>(
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(
         p: &SpgemmParams,
         it: &PortableItem,
         _st: (),

@@ -116,7 +116,7 @@ impl PortableItem {
 impl PortableOp for Spmm {
     type Params = SpmmParams;
     type Item = PortableItem;
-    type BStage = u64;
+    type BStage = [u64; 2];
 
     #[inline(always)]
     fn flags(p: &SpmmParams) -> u32 {
@@ -178,31 +178,40 @@ impl PortableOp for Spmm {
         (values.wrapping_add(off) as *const u8, 16)
     }
 
-    /// Where the stage's 32 K rows lie in one block of the stream (blocks at least 32 deep: the
-    /// stages start at multiples of 32), the element offset of its first K row in op(B) (of
-    /// matrix `batch`: row `brow` of an MN-major op(B), column `brow` of a K-major one), so that
-    /// a chunk adds only its own row and column, or [`PAST_END`] past the item's K; not shared
-    /// where a stage spans blocks (16 deep): each chunk then finds its own.
+    /// The stage's 32 K rows lie in one block (blocks at least 32 deep: the stages start at
+    /// multiples of 32; form 1) or in two (16 deep; form 2). Per block, the element offset in
+    /// op(B) of matrix `batch` of the stage's first K row in it (row `brow` of an MN-major
+    /// op(B), column `brow` of a K-major one), or [`PAST_END`] past the item's K: a chunk then
+    /// adds only its own row and column. Form 2 on the tiles whose warps hold one m16 fragment
+    /// only: on the 32-row tile it spilled (perf notes v29); there 16-deep blocks keep the
+    /// per-chunk form 0.
     #[inline(always)]
-    unsafe fn b_stage<const B_K: bool>(p: &SpmmParams, it: &PortableItem, k0: u32) -> (u64, bool) {
+    unsafe fn b_stage<const B_K: bool>(p: &SpmmParams, it: &PortableItem, t: MmaTile, k0: u32) -> ([u64; 2], u32) {
         let kb_log2 = kb_log2(p);
-        if kb_log2 < STAGE_K_LOG2 {
-            return (0, false);
-        }
-        if k0 >= it.ktot {
-            return (PAST_END, true);
-        }
-        let kblk = unsafe { it.kblk(k0 >> kb_log2) };
-        let brow = ((kblk << kb_log2) + (k0 & ((1 << kb_log2) - 1))) as u64;
         let batch = it.item.batch as u64 * p.b_batch_stride;
-        (if B_K { batch + brow } else { batch + brow * p.ldb as u64 }, true)
+        let ldb = if B_K { 1 } else { p.ldb as u64 };
+        // The offset of K offset `k` (inside the item) of block `k >> kb_log2`.
+        let at = |k: u32| {
+            if k >= it.ktot {
+                return PAST_END;
+            }
+            let kblk = unsafe { it.kblk(k >> kb_log2) };
+            batch + (((kblk << kb_log2) + (k & ((1 << kb_log2) - 1))) as u64) * ldb
+        };
+        if kb_log2 >= STAGE_K_LOG2 {
+            ([at(k0), PAST_END], 1)
+        } else if t.warp_m() == 16 {
+            ([at(k0), at(k0 + (1 << kb_log2))], 2)
+        } else {
+            ([PAST_END; 2], 0)
+        }
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const SHARED: bool>(
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(
         p: &SpmmParams,
         it: &PortableItem,
-        st: u64,
+        st: [u64; 2],
         k0: u32,
         row: u32,
         chunk: u32,
@@ -213,16 +222,18 @@ impl PortableOp for Spmm {
         let b = p.b as *const u16;
         // MN-major: row = K row of op(B), chunk along N. K-major: row = N, chunk along K.
         let (k, n) = if B_K { (k0 + 8 * chunk, n0 + row) } else { (k0 + row, n0 + 8 * chunk) };
-        if SHARED {
-            // The stage's first K row at `st`: this chunk's K offset in it is `8 · chunk`
-            // (K-major) or its row (MN-major).
-            if st == PAST_END || n >= n_total {
+        if FORM != 0 {
+            // The chunk's K offset in the stage, its block's offset and its K offset there.
+            let kin = if B_K { 8 * chunk } else { row };
+            let (base, kin) =
+                if FORM == 1 { (st[0], kin) } else { (if kin >> kb_log2 == 0 { st[0] } else { st[1] }, kin & ((1 << kb_log2) - 1)) };
+            if base == PAST_END || n >= n_total {
                 return (b as *const u8, 0);
             }
             return if B_K {
-                (b.wrapping_add((st + n as u64 * opaque(p.ldb) as u64 + 8 * chunk as u64) as usize) as *const u8, 16)
+                (b.wrapping_add((base + n as u64 * opaque(p.ldb) as u64 + kin as u64) as usize) as *const u8, 16)
             } else {
-                (b.wrapping_add((st + row as u64 * p.ldb as u64 + n as u64) as usize) as *const u8, (n_total - n).min(8) * 2)
+                (b.wrapping_add((base + kin as u64 * p.ldb as u64 + n as u64) as usize) as *const u8, (n_total - n).min(8) * 2)
             };
         }
         let b = b.wrapping_add(it.item.batch as usize * p.b_batch_stride as usize);
