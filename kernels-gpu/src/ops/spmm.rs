@@ -220,11 +220,11 @@ impl PortableOp for Spmm {
         let n_total = p.out.cols;
         let n0 = it.n0;
         let b = p.b as *const u16;
-        // MN-major: row = K row of op(B), chunk along N. K-major: row = N, chunk along K.
-        let (k, n) = if B_K { (k0 + 8 * chunk, n0 + row) } else { (k0 + row, n0 + 8 * chunk) };
+        // MN-major: row = K row of op(B), chunk along N. K-major: row = N, chunk along K. The
+        // chunk's K offset in the stage.
+        let (kin, n) = if B_K { (8 * chunk, n0 + row) } else { (row, n0 + 8 * chunk) };
         if FORM != 0 {
-            // The chunk's K offset in the stage, its block's offset and its K offset there.
-            let kin = if B_K { 8 * chunk } else { row };
+            // Its block's offset and its K offset there.
             let (base, kin) =
                 if FORM == 1 { (st[0], kin) } else { (if kin >> kb_log2 == 0 { st[0] } else { st[1] }, kin & ((1 << kb_log2) - 1)) };
             if base == PAST_END || n >= n_total {
@@ -236,6 +236,8 @@ impl PortableOp for Spmm {
                 (b.wrapping_add((base + kin as u64 * p.ldb as u64 + n as u64) as usize) as *const u8, (n_total - n).min(8) * 2)
             };
         }
+        // Form 0: the chunk finds its block itself.
+        let k = k0 + kin;
         let b = b.wrapping_add(it.item.batch as usize * p.b_batch_stride as usize);
         if k >= it.ktot || n >= n_total {
             return (b as *const u8, 0);
