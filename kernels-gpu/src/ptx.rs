@@ -46,6 +46,17 @@ pub unsafe fn cp_async_16(dst: u32, src: *const u8, src_bytes: u32) {
     }
 }
 
+/// Asynchronous 16-byte global → shared copy of the whole chunk at `src` where `valid`, of
+/// zeros where not (`src` is then not read). The `ignore-src` predicate form: a source size
+/// (`cp_async_16`) costs ptxas four address instructions and three issue slots per copy.
+#[inline(always)]
+pub unsafe fn cp_async_16_or_zeros(dst: u32, src: *const u8, valid: bool) {
+    unsafe {
+        asm!("{{ .reg .pred %ignore; setp.eq.u32 %ignore, {2}, 0; cp.async.cg.shared.global [{0}], [{1}], 16, %ignore; }}",
+            in(reg32) dst, in(reg64) src, in(reg32) valid as u32, options(nostack));
+    }
+}
+
 #[inline(always)]
 pub fn cp_async_commit() {
     // SAFETY: closes the current group of this thread's cp.async operations.

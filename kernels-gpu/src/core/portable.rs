@@ -1,6 +1,6 @@
 //! The portable kernel skeleton (sm_80+): one thread block per work item, a multistage
 //! `cp.async` ring feeding `ldmatrix` + `mma.sync` m16n8k16 with f32 accumulators in registers.
-//! An op supplies where each 16-byte chunk of a stage comes from ([`PortableOp::a_chunk`],
+//! An op supplies where each 16-byte chunk of a stage comes from (a [`Chunk`]: [`PortableOp::a_chunk`],
 //! [`PortableOp::b_chunk`], with what a stage's B chunks share computed once per stage by
 //! [`PortableOp::b_stage`]) and where the tile goes ([`PortableOp::store`]); the ring, the
 //! operand layouts and the tensor-core loop are written here once.
@@ -22,7 +22,9 @@ use crate::core::epilogue::{Dest, store_partial_strip, store_strip};
 use crate::core::ring::PipelineState;
 use crate::core::smem::SmemTile;
 use crate::dtype::{Input, Output};
-use crate::ptx::{cp_async_16, cp_async_commit, cp_async_wait, ldmatrix_x4, ldmatrix_x4_trans, smem_base, sync_threads, thread_idx};
+use crate::ptx::{
+    cp_async_16, cp_async_16_or_zeros, cp_async_commit, cp_async_wait, ldmatrix_x4, ldmatrix_x4_trans, smem_base, sync_threads, thread_idx,
+};
 
 /// n8 fragments per warp along N.
 pub const NJ: usize = (WARP_N / 8) as usize;
@@ -68,6 +70,30 @@ impl WarpTile {
     }
 }
 
+/// Where one 16-byte chunk of a stage comes from. An op returns one variant on every path of a
+/// chunk form, so that the copy's form is known at compile time.
+#[derive(Clone, Copy)]
+pub enum Chunk {
+    /// All 16 bytes from the address where the flag is set, zeros where not.
+    Whole(*const u8, bool),
+    /// The first `bytes` (0..=16) from the address, zeros after (a row's tail).
+    Part(*const u8, u32),
+}
+
+impl Chunk {
+    /// Copies the chunk into shared address `dst` (a `cp.async` of the current group).
+    #[inline(always)]
+    unsafe fn copy_to(self, dst: u32) {
+        // SAFETY: the op's address is readable for the bytes it names (its contract).
+        unsafe {
+            match self {
+                Chunk::Whole(src, valid) => cp_async_16_or_zeros(dst, src, valid),
+                Chunk::Part(src, bytes) => cp_async_16(dst, src, bytes),
+            }
+        }
+    }
+}
+
 /// An op of the portable kernel family.
 pub trait PortableOp {
     /// The op's launch parameters.
@@ -86,9 +112,8 @@ pub trait PortableOp {
     /// K stages of `ks` elements of the item.
     fn k_stages(p: &Self::Params, it: &Self::Item, t: MmaTile) -> u32;
     /// Source of the 16-byte chunk `chunk` of row `row` of the A slice of the stage starting at
-    /// K offset `k0`: rows along M (K-major, `A_MN` false) or along K (MN-major). Returns the
-    /// address and the bytes to read (0..=16; the rest of the chunk is zero-filled).
-    unsafe fn a_chunk<const A_MN: bool>(p: &Self::Params, it: &Self::Item, k0: u32, row: u32, chunk: u32) -> (*const u8, u32);
+    /// K offset `k0`: rows along M (K-major, `A_MN` false) or along K (MN-major).
+    unsafe fn a_chunk<const A_MN: bool>(p: &Self::Params, it: &Self::Item, k0: u32, row: u32, chunk: u32) -> Chunk;
     /// Computed by each thread once per stage (starting at K offset `k0`) of tile `t`, before
     /// the stage's B chunks: what they share (for example the source of the stage's first K
     /// row) and the form of [`PortableOp::b_chunk`] that uses it (`FORM`, 1 or 2, the op's to
@@ -107,7 +132,7 @@ pub trait PortableOp {
         k0: u32,
         row: u32,
         chunk: u32,
-    ) -> (*const u8, u32);
+    ) -> Chunk;
     /// Writes one warp's accumulators (all 32 lanes call it).
     unsafe fn store<O: Output>(p: &Self::Params, it: &Self::Item, t: MmaTile, w: WarpTile, acc: &Acc);
 }
@@ -170,8 +195,7 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
             // With fewer chunks than threads (small tiles), the last threads copy nothing.
             if a_chunks % threads == 0 || idx < a_chunks {
                 let (r, c) = (idx / a_rc, idx % a_rc);
-                let (src, bytes) = unsafe { Op::a_chunk::<A_MN>(p, it, k0, r, c) };
-                unsafe { cp_async_16(a_slot.chunk_addr(r, c), src, bytes) };
+                unsafe { Op::a_chunk::<A_MN>(p, it, k0, r, c).copy_to(a_slot.chunk_addr(r, c)) };
             }
             i += 1;
         }
@@ -184,8 +208,7 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
                 while i < b_chunks / threads {
                     let idx = tid + i * threads;
                     let (r, c) = (idx / b_rc, idx % b_rc);
-                    let (src, bytes) = unsafe { Op::b_chunk::<B_K, $form>(p, it, st, k0, r, c) };
-                    unsafe { cp_async_16(b_slot.chunk_addr(r, c), src, bytes) };
+                    unsafe { Op::b_chunk::<B_K, $form>(p, it, st, k0, r, c).copy_to(b_slot.chunk_addr(r, c)) };
                     i += 1;
                 }
             }};

@@ -30,7 +30,7 @@
 use blocksparse_abi::{FIXUP_TO_DENSE, MmaTile, NO_BLOCK, NO_SLOT, SpgemmParams, WorkItem};
 
 use crate::core::epilogue::{BlockDest, DenseDest, partial_tile};
-use crate::core::portable::{Acc, PortableOp, WarpTile};
+use crate::core::portable::{Acc, Chunk, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
 use crate::ptx::ld_global_nc_u32;
@@ -108,15 +108,15 @@ impl PortableOp for Spgemm {
     }
 
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool>(p: &SpgemmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+    unsafe fn a_chunk<const A_MN: bool>(p: &SpgemmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> Chunk {
         // K-major: row = M row of the block, chunk along its columns (K). (The op's flags never
         // ask for MN-major.)
         let values = p.a_values as *const u16;
         let Some((r, kin)) = it.at(p, k0 + 8 * chunk) else {
-            return (values as *const u8, 0);
+            return Chunk::Whole(values as *const u8, false);
         };
         let blk = unsafe { record_word(p, r, 0) };
-        (values.wrapping_add(a_offset(p, it.item.batch, blk, row, kin)) as *const u8, 16)
+        Chunk::Whole(values.wrapping_add(a_offset(p, it.item.batch, blk, row, kin)) as *const u8, true)
     }
 
     #[inline(always)]
@@ -127,19 +127,19 @@ impl PortableOp for Spgemm {
         k0: u32,
         row: u32,
         chunk: u32,
-    ) -> (*const u8, u32) {
+    ) -> Chunk {
         // MN-major: row = K row, chunk along the tile's columns; column block j of the tile is
         // the record's word 1 + j. (The op's flags never ask for K-major.)
         let values = p.b_values as *const u16;
         let Some((r, kin)) = it.at(p, k0 + row) else {
-            return (values as *const u8, 0);
+            return Chunk::Whole(values as *const u8, false);
         };
         let tcol = 8 * chunk;
         let blk = unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) };
         if blk == NO_BLOCK {
-            return (values as *const u8, 0);
+            return Chunk::Whole(values as *const u8, false);
         }
-        (values.wrapping_add(b_offset(p, it.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1))) as *const u8, 16)
+        Chunk::Whole(values.wrapping_add(b_offset(p, it.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1))) as *const u8, true)
     }
 
     #[inline(always)]

@@ -33,7 +33,7 @@
 use blocksparse_abi::{MAX_ITEM_BLOCKS, MMA_TILES, MmaTile, NO_BLOCK, NO_SLOT, SpmmParams, WorkItem, flags};
 
 use crate::core::epilogue::{DenseDest, partial_tile};
-use crate::core::portable::{Acc, PortableOp, WarpTile};
+use crate::core::portable::{Acc, Chunk, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
 use crate::ptx::{ld_global_nc_u32, ld_shared_u32, opaque, st_shared_u32, trap};
@@ -74,7 +74,7 @@ const _: () = {
         i += 1;
     }
 };
-/// [`PortableOp::b_stage`] of a stage past the item's K: every chunk reads nothing.
+/// The offset [`PortableOp::b_stage`] finds past the item's K (that stage then takes the per-chunk form).
 const PAST_END: u64 = u64::MAX - 1;
 
 /// Element offset of matrix `batch`'s values of block `blk`, row `row`, column `col`.
@@ -157,14 +157,14 @@ impl PortableOp for Spmm {
     }
 
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool>(p: &SpmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> (*const u8, u32) {
+    unsafe fn a_chunk<const A_MN: bool>(p: &SpmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> Chunk {
         let kb_log2 = kb_log2(p);
         // K-major (A): row = M row of the tile, chunk along the block's columns (K).
         // MN-major (Aᵀ): row = K = a row of the block, chunk along its columns (M).
         let (k, m) = if A_MN { (k0 + row, 8 * chunk) } else { (k0 + 8 * chunk, row) };
         let values = p.a_values as *const u16;
         if k >= it.ktot {
-            return (values as *const u8, 0);
+            return Chunk::Whole(values as *const u8, false);
         }
         let (i, kin) = (k >> kb_log2, k & ((1 << kb_log2) - 1));
         // The merged row of tile row m, and m inside its block.
@@ -172,19 +172,20 @@ impl PortableOp for Spmm {
         let (h, min) = (m >> rb_log2, m & ((1 << rb_log2) - 1));
         let blk = unsafe { it.blk(p, i, h) };
         if blk == NO_BLOCK {
-            return (values as *const u8, 0);
+            return Chunk::Whole(values as *const u8, false);
         }
         let off = if A_MN { a_offset(p, it.item.batch, blk, kin, min) } else { a_offset(p, it.item.batch, blk, min, kin) };
-        (values.wrapping_add(off) as *const u8, 16)
+        Chunk::Whole(values.wrapping_add(off) as *const u8, true)
     }
 
-    /// The stage's 32 K rows lie in one block (blocks at least 32 deep: the stages start at
-    /// multiples of 32; form 1) or in two (16 deep; form 2). Per block, the element offset in
+    /// Where the tile's columns all lie inside op(B)'s (no tail chunks), the stage's 32 K rows
+    /// lie in one block (blocks at least 32 deep: the stages start at multiples of 32; form 1)
+    /// or in two (16 deep, both inside the item's K; form 2). Per block, the element offset in
     /// op(B) of matrix `batch` of the stage's first K row in it (row `brow` of an MN-major
-    /// op(B), column `brow` of a K-major one), or [`PAST_END`] past the item's K: a chunk then
-    /// adds only its own row and column. Form 2 on the tiles whose warps hold one m16 fragment
-    /// only: on the 32-row tile it spilled (perf notes v29); there 16-deep blocks keep the
-    /// per-chunk form 0.
+    /// op(B), column `brow` of a K-major one): a chunk then adds only its own row and column
+    /// and copies a whole chunk. Form 2 on the tiles whose warps hold one m16 fragment only: on
+    /// the 32-row tile it spilled (perf notes v29); there 16-deep blocks keep the per-chunk
+    /// form 0, as do the tiles with a column tail and a last stage with one 16-deep block.
     #[inline(always)]
     unsafe fn b_stage<const B_K: bool>(p: &SpmmParams, it: &PortableItem, t: MmaTile, k0: u32) -> ([u64; 2], u32) {
         let kb_log2 = kb_log2(p);
@@ -198,10 +199,16 @@ impl PortableOp for Spmm {
             let kblk = unsafe { it.kblk(k >> kb_log2) };
             batch + (((kblk << kb_log2) + (k & ((1 << kb_log2) - 1))) as u64) * ldb
         };
-        if kb_log2 >= STAGE_K_LOG2 {
+        if it.n0 + t.tn > p.out.cols {
+            ([PAST_END; 2], 0)
+        } else if kb_log2 >= STAGE_K_LOG2 {
+            // A stage the ring loads starts inside the item's K, so `at(k0)` is a block's.
             ([at(k0), PAST_END], 1)
         } else if t.warp_m() == 16 {
-            ([at(k0), at(k0 + (1 << kb_log2))], 2)
+            // Both blocks inside the item's K, or the per-chunk form (an item's last stage
+            // with an odd count of 16-deep blocks).
+            let second = at(k0 + (1 << kb_log2));
+            if second == PAST_END { ([PAST_END; 2], 0) } else { ([at(k0), second], 2) }
         } else {
             ([PAST_END; 2], 0)
         }
@@ -215,7 +222,7 @@ impl PortableOp for Spmm {
         k0: u32,
         row: u32,
         chunk: u32,
-    ) -> (*const u8, u32) {
+    ) -> Chunk {
         let kb_log2 = kb_log2(p);
         let n_total = p.out.cols;
         let n0 = it.n0;
@@ -224,33 +231,30 @@ impl PortableOp for Spmm {
         // chunk's K offset in the stage.
         let (kin, n) = if B_K { (8 * chunk, n0 + row) } else { (row, n0 + 8 * chunk) };
         if FORM != 0 {
-            // Its block's offset and its K offset there.
+            // Its block's offset and its K offset there; every column inside op(B).
             let (base, kin) =
                 if FORM == 1 { (st[0], kin) } else { (if kin >> kb_log2 == 0 { st[0] } else { st[1] }, kin & ((1 << kb_log2) - 1)) };
-            if base == PAST_END || n >= n_total {
-                return (b as *const u8, 0);
-            }
-            return if B_K {
-                (b.wrapping_add((base + n as u64 * opaque(p.ldb) as u64 + kin as u64) as usize) as *const u8, 16)
-            } else {
-                (b.wrapping_add((base + kin as u64 * p.ldb as u64 + n as u64) as usize) as *const u8, (n_total - n).min(8) * 2)
-            };
+            let off = if B_K { base + n as u64 * opaque(p.ldb) as u64 + kin as u64 } else { base + kin as u64 * p.ldb as u64 + n as u64 };
+            return Chunk::Whole(b.wrapping_add(off as usize) as *const u8, true);
         }
         // Form 0: the chunk finds its block itself.
         let k = k0 + kin;
         let b = b.wrapping_add(it.item.batch as usize * p.b_batch_stride as usize);
-        if k >= it.ktot || n >= n_total {
-            return (b as *const u8, 0);
-        }
         let (i, kin) = (k >> kb_log2, k & ((1 << kb_log2) - 1));
-        let kblk = unsafe { it.kblk(i) };
-        let brow = ((kblk << kb_log2) + kin) as usize;
         if B_K {
+            if k >= it.ktot || n >= n_total {
+                return Chunk::Whole(b as *const u8, false);
+            }
+            let brow = ((unsafe { it.kblk(i) } << kb_log2) + kin) as usize;
             // The stride through `opaque`: otherwise the row offsets of a thread's chunks are
             // hoisted out of the K loop into registers the tile cannot spare.
-            (b.wrapping_add(n as usize * opaque(p.ldb) as usize + brow) as *const u8, 16)
+            Chunk::Whole(b.wrapping_add(n as usize * opaque(p.ldb) as usize + brow) as *const u8, true)
         } else {
-            (b.wrapping_add(brow * p.ldb as usize + n as usize) as *const u8, (n_total - n).min(8) * 2)
+            if k >= it.ktot || n >= n_total {
+                return Chunk::Part(b as *const u8, 0);
+            }
+            let brow = ((unsafe { it.kblk(i) } << kb_log2) + kin) as usize;
+            Chunk::Part(b.wrapping_add(brow * p.ldb as usize + n as usize) as *const u8, (n_total - n).min(8) * 2)
         }
     }
 
