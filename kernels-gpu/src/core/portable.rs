@@ -1,8 +1,8 @@
 //! The portable kernel skeleton (sm_80+): one thread block per work item, a multistage
 //! `cp.async` ring feeding `ldmatrix` + `mma.sync` m16n8k16 with f32 accumulators in registers.
 //! An op supplies where each 16-byte chunk of a stage comes from (a [`Chunk`]: [`PortableOp::a_chunk`],
-//! [`PortableOp::b_chunk`], with what a stage's B chunks share computed once per stage by
-//! [`PortableOp::b_stage`]) and where the tile goes ([`PortableOp::store`]); the ring, the
+//! [`PortableOp::b_chunk`], with what a stage's chunks share computed once per stage by
+//! [`PortableOp::a_stage`] and [`PortableOp::b_stage`]) and where the tile goes ([`PortableOp::store`]); the ring, the
 //! operand layouts and the tensor-core loop are written here once.
 //!
 //! Shared memory: `A ring (stages, A stage) | B ring (stages, B stage) | block cache`. A stage
@@ -100,8 +100,10 @@ pub trait PortableOp {
     type Params;
     /// What a thread block knows about its item after [`PortableOp::prepare`].
     type Item: Copy;
-    /// What every B chunk of one stage shares ([`PortableOp::b_stage`]), `()` for an op whose
+    /// What every A chunk of one stage shares ([`PortableOp::a_stage`]), `()` for an op whose
     /// chunks find their sources alone.
+    type AStage: Copy + Default;
+    /// As [`PortableOp::AStage`] for the B chunks ([`PortableOp::b_stage`]).
     type BStage: Copy + Default;
 
     /// The [`flags`] bits.
@@ -111,9 +113,24 @@ pub trait PortableOp {
     unsafe fn prepare(p: &Self::Params, t: MmaTile, cache: u32, tid: u32) -> Self::Item;
     /// K stages of `ks` elements of the item.
     fn k_stages(p: &Self::Params, it: &Self::Item, t: MmaTile) -> u32;
+    /// As [`PortableOp::b_stage`] for the stage's A chunks: what they share and the form of
+    /// [`PortableOp::a_chunk`] that uses it (1, the op's to define); 0 (the default): each
+    /// chunk finds its own source.
+    #[inline(always)]
+    unsafe fn a_stage<const A_MN: bool>(_p: &Self::Params, _it: &Self::Item, _t: MmaTile, _k0: u32) -> (Self::AStage, u32) {
+        (Self::AStage::default(), 0)
+    }
     /// Source of the 16-byte chunk `chunk` of row `row` of the A slice of the stage starting at
-    /// K offset `k0`: rows along M (K-major, `A_MN` false) or along K (MN-major).
-    unsafe fn a_chunk<const A_MN: bool>(p: &Self::Params, it: &Self::Item, k0: u32, row: u32, chunk: u32) -> Chunk;
+    /// K offset `k0`: rows along M (K-major, `A_MN` false) or along K (MN-major); `st` is the
+    /// stage's [`PortableOp::a_stage`], and `FORM` the form it asked for.
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(
+        p: &Self::Params,
+        it: &Self::Item,
+        st: Self::AStage,
+        k0: u32,
+        row: u32,
+        chunk: u32,
+    ) -> Chunk;
     /// Computed by each thread once per stage (starting at K offset `k0`) of tile `t`, before
     /// the stage's B chunks: what they share (for example the source of the stage's first K
     /// row) and the form of [`PortableOp::b_chunk`] that uses it (`FORM`, 1 or 2, the op's to
@@ -189,15 +206,25 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     let load = |stage: u32, slot: u32| {
         let k0 = stage * t.ks;
         let a_slot = a_ring.offset(slot * t.a_stage_bytes());
-        let mut i = 0;
-        while i < a_chunks.div_ceil(threads) {
-            let idx = tid + i * threads;
-            // With fewer chunks than threads (small tiles), the last threads copy nothing.
-            if a_chunks % threads == 0 || idx < a_chunks {
-                let (r, c) = (idx / a_rc, idx % a_rc);
-                unsafe { Op::a_chunk::<A_MN>(p, it, k0, r, c).copy_to(a_slot.chunk_addr(r, c)) };
-            }
-            i += 1;
+        let (sa, form) = unsafe { Op::a_stage::<A_MN>(p, it, t, k0) };
+        // The A chunks in the form the op asked for (one branch per stage).
+        macro_rules! load_a {
+            ($form:literal) => {{
+                let mut i = 0;
+                while i < a_chunks.div_ceil(threads) {
+                    let idx = tid + i * threads;
+                    // With fewer chunks than threads (small tiles), the last threads copy nothing.
+                    if a_chunks % threads == 0 || idx < a_chunks {
+                        let (r, c) = (idx / a_rc, idx % a_rc);
+                        unsafe { Op::a_chunk::<A_MN, $form>(p, it, sa, k0, r, c).copy_to(a_slot.chunk_addr(r, c)) };
+                    }
+                    i += 1;
+                }
+            }};
+        }
+        match form {
+            1 => load_a!(1),
+            _ => load_a!(0),
         }
         let b_slot = b_ring.offset(slot * t.b_stage_bytes());
         let (st, form) = unsafe { Op::b_stage::<B_K>(p, it, t, k0) };

@@ -56,6 +56,7 @@ pub struct PortableItem {
 impl PortableOp for Sddmm {
     type Params = SddmmParams;
     type Item = PortableItem;
+    type AStage = ();
     type BStage = ();
 
     #[inline(always)]
@@ -85,7 +86,14 @@ impl PortableOp for Sddmm {
     // copies its 32-row tile measured 0.82-1.02x in two runs, where identical kernels spread
     // ±10 % (perf notes v30). Kept as it was until measured with more rounds.
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool>(p: &SddmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> Chunk {
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(
+        p: &SddmmParams,
+        it: &PortableItem,
+        _st: (),
+        k0: u32,
+        row: u32,
+        chunk: u32,
+    ) -> Chunk {
         // K-major (X row-major): row = M, chunk along K. MN-major (X stored (K, M)): row = K,
         // chunk along M.
         let m0 = it.item.tile_row << p.bm_log2;

@@ -87,6 +87,7 @@ impl PortableItem {
 impl PortableOp for Spgemm {
     type Params = SpgemmParams;
     type Item = PortableItem;
+    type AStage = ();
     type BStage = ();
 
     #[inline(always)]
@@ -108,7 +109,14 @@ impl PortableOp for Spgemm {
     }
 
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool>(p: &SpgemmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> Chunk {
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(
+        p: &SpgemmParams,
+        it: &PortableItem,
+        _st: (),
+        k0: u32,
+        row: u32,
+        chunk: u32,
+    ) -> Chunk {
         // K-major: row = M row of the block, chunk along its columns (K). (The op's flags never
         // ask for MN-major.)
         let values = p.a_values as *const u16;

@@ -116,6 +116,7 @@ impl PortableItem {
 impl PortableOp for Spmm {
     type Params = SpmmParams;
     type Item = PortableItem;
+    type AStage = u64;
     type BStage = [u64; 2];
 
     #[inline(always)]
@@ -156,8 +157,37 @@ impl PortableOp for Spmm {
         it.ktot.div_ceil(t.ks)
     }
 
+    /// Where A streams as stored (K-major, not merged: the tile's rows are one block's) with
+    /// blocks at least 32 deep, the stage's A slice lies in one block: the element offset of
+    /// its row 0 at the stage's first K (form 1), so that a chunk adds only its row and column.
+    /// Not on the tiles whose warps hold one m16 fragment (the 16-row tile, which runs 16-deep
+    /// blocks: its code stays that of the per-chunk form, perf notes v29 and v30).
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool>(p: &SpmmParams, it: &PortableItem, k0: u32, row: u32, chunk: u32) -> Chunk {
+    unsafe fn a_stage<const A_MN: bool>(p: &SpmmParams, it: &PortableItem, t: MmaTile, k0: u32) -> (u64, u32) {
+        let kb_log2 = kb_log2(p);
+        if A_MN || t.warp_m() == 16 || tabled(p) || kb_log2 < STAGE_K_LOG2 {
+            return (0, 0);
+        }
+        // A stage the ring loads starts inside the item's K, so its block is the item's.
+        let blk = it.item.blk_begin + (k0 >> kb_log2);
+        (a_offset(p, it.item.batch, blk, 0, k0 & ((1 << kb_log2) - 1)) as u64, 1)
+    }
+
+    #[inline(always)]
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(
+        p: &SpmmParams,
+        it: &PortableItem,
+        st: u64,
+        k0: u32,
+        row: u32,
+        chunk: u32,
+    ) -> Chunk {
+        if FORM == 1 {
+            // K-major, one block: row = M row of the tile, chunk along K from `st`.
+            let min = row & ((1 << rb_log2(p)) - 1);
+            let off = st + ((min as u64) << p.bk_log2) + 8 * chunk as u64;
+            return Chunk::Whole((p.a_values as *const u16).wrapping_add(off as usize) as *const u8, true);
+        }
         let kb_log2 = kb_log2(p);
         // K-major (A): row = M row of the tile, chunk along the block's columns (K).
         // MN-major (Aᵀ): row = K = a row of the block, chunk along its columns (M).
