@@ -94,6 +94,18 @@ impl Chunk {
     }
 }
 
+/// Which chunk of a stage an op is asked for: the stage's first K offset (inside the item),
+/// and the chunk's row and 16-byte column in the stage's layout of that operand.
+#[derive(Clone, Copy)]
+pub struct ChunkAt {
+    /// K offset of the stage's first row or column.
+    pub k0: u32,
+    /// Row of the stage's slice.
+    pub row: u32,
+    /// 16-byte chunk along the row.
+    pub chunk: u32,
+}
+
 /// An op of the portable kernel family.
 pub trait PortableOp {
     /// The op's launch parameters.
@@ -120,17 +132,11 @@ pub trait PortableOp {
     unsafe fn a_stage<const A_MN: bool>(_p: &Self::Params, _it: &Self::Item, _t: MmaTile, _k0: u32) -> (Self::AStage, u32) {
         (Self::AStage::default(), 0)
     }
-    /// Source of the 16-byte chunk `chunk` of row `row` of the A slice of the stage starting at
-    /// K offset `k0`: rows along M (K-major, `A_MN` false) or along K (MN-major); `st` is the
-    /// stage's [`PortableOp::a_stage`], and `FORM` the form it asked for.
-    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(
-        p: &Self::Params,
-        it: &Self::Item,
-        st: Self::AStage,
-        k0: u32,
-        row: u32,
-        chunk: u32,
-    ) -> Chunk;
+    /// Source of the A chunk `at` (chunk `at.chunk` of row `at.row` of the A slice of the stage
+    /// starting at K offset `at.k0`): rows along M (K-major, `A_MN` false) or along K
+    /// (MN-major); `st` is the stage's [`PortableOp::a_stage`], and `FORM` the form it asked
+    /// for.
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &Self::Params, it: &Self::Item, st: Self::AStage, at: ChunkAt) -> Chunk;
     /// Computed by each thread once per stage (starting at K offset `k0`) of tile `t`, before
     /// the stage's B chunks: what they share (for example the source of the stage's first K
     /// row) and the form of [`PortableOp::b_chunk`] that uses it (`FORM`, 1 or 2, the op's to
@@ -142,14 +148,7 @@ pub trait PortableOp {
     /// As [`PortableOp::a_chunk`] for the B slice: rows along K (MN-major, `B_K` false) or
     /// along N (K-major); `st` is the stage's [`PortableOp::b_stage`], and `FORM` the form it
     /// asked for (the skeleton branches once per stage, not per chunk).
-    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(
-        p: &Self::Params,
-        it: &Self::Item,
-        st: Self::BStage,
-        k0: u32,
-        row: u32,
-        chunk: u32,
-    ) -> Chunk;
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &Self::Params, it: &Self::Item, st: Self::BStage, at: ChunkAt) -> Chunk;
     /// Writes one warp's accumulators (all 32 lanes call it).
     unsafe fn store<O: Output>(p: &Self::Params, it: &Self::Item, t: MmaTile, w: WarpTile, acc: &Acc);
 }
@@ -216,7 +215,7 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
                     // With fewer chunks than threads (small tiles), the last threads copy nothing.
                     if a_chunks % threads == 0 || idx < a_chunks {
                         let (r, c) = (idx / a_rc, idx % a_rc);
-                        unsafe { Op::a_chunk::<A_MN, $form>(p, it, sa, k0, r, c).copy_to(a_slot.chunk_addr(r, c)) };
+                        unsafe { Op::a_chunk::<A_MN, $form>(p, it, sa, ChunkAt { k0, row: r, chunk: c }).copy_to(a_slot.chunk_addr(r, c)) };
                     }
                     i += 1;
                 }
@@ -235,7 +234,7 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
                 while i < b_chunks / threads {
                     let idx = tid + i * threads;
                     let (r, c) = (idx / b_rc, idx % b_rc);
-                    unsafe { Op::b_chunk::<B_K, $form>(p, it, st, k0, r, c).copy_to(b_slot.chunk_addr(r, c)) };
+                    unsafe { Op::b_chunk::<B_K, $form>(p, it, st, ChunkAt { k0, row: r, chunk: c }).copy_to(b_slot.chunk_addr(r, c)) };
                     i += 1;
                 }
             }};

@@ -22,7 +22,7 @@
 use blocksparse_abi::{MmaTile, NO_SLOT, SddmmParams, WG_K, WorkItem};
 
 use crate::core::epilogue::{BlockDest, partial_tile};
-use crate::core::portable::{Acc, Chunk, PortableOp, WarpTile};
+use crate::core::portable::{Acc, Chunk, ChunkAt, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
 use crate::ptx::{ld_global_nc_u32, ld_shared_u32, opaque, st_shared_u32};
@@ -86,14 +86,8 @@ impl PortableOp for Sddmm {
     // copies its 32-row tile measured 0.82-1.02x in two runs, where identical kernels spread
     // ±10 % (perf notes v30). Kept as it was until measured with more rounds.
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(
-        p: &SddmmParams,
-        it: &PortableItem,
-        _st: (),
-        k0: u32,
-        row: u32,
-        chunk: u32,
-    ) -> Chunk {
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &SddmmParams, it: &PortableItem, _st: (), at: ChunkAt) -> Chunk {
+        let ChunkAt { k0, row, chunk } = at;
         // K-major (X row-major): row = M, chunk along K. MN-major (X stored (K, M)): row = K,
         // chunk along M.
         let m0 = it.item.tile_row << p.bm_log2;
@@ -109,14 +103,8 @@ impl PortableOp for Sddmm {
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(
-        p: &SddmmParams,
-        it: &PortableItem,
-        _st: (),
-        k0: u32,
-        row: u32,
-        chunk: u32,
-    ) -> Chunk {
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SddmmParams, it: &PortableItem, _st: (), at: ChunkAt) -> Chunk {
+        let ChunkAt { k0, row, chunk } = at;
         // MN-major (Y row-major): row = K, chunk along the tile's columns. K-major (Y stored
         // (N, K)): row = tile column, chunk along K.
         let y = (p.y as *const u16).wrapping_add(it.item.batch as usize * p.y_batch_stride as usize);

@@ -30,7 +30,7 @@
 use blocksparse_abi::{FIXUP_TO_DENSE, MmaTile, NO_BLOCK, NO_SLOT, SpgemmParams, WorkItem};
 
 use crate::core::epilogue::{BlockDest, DenseDest, partial_tile};
-use crate::core::portable::{Acc, Chunk, PortableOp, WarpTile};
+use crate::core::portable::{Acc, Chunk, ChunkAt, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
 use crate::ptx::ld_global_nc_u32;
@@ -109,14 +109,8 @@ impl PortableOp for Spgemm {
     }
 
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(
-        p: &SpgemmParams,
-        it: &PortableItem,
-        _st: (),
-        k0: u32,
-        row: u32,
-        chunk: u32,
-    ) -> Chunk {
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, _st: (), at: ChunkAt) -> Chunk {
+        let ChunkAt { k0, row, chunk } = at;
         // K-major: row = M row of the block, chunk along its columns (K). (The op's flags never
         // ask for MN-major.)
         let values = p.a_values as *const u16;
@@ -128,14 +122,8 @@ impl PortableOp for Spgemm {
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(
-        p: &SpgemmParams,
-        it: &PortableItem,
-        _st: (),
-        k0: u32,
-        row: u32,
-        chunk: u32,
-    ) -> Chunk {
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, _st: (), at: ChunkAt) -> Chunk {
+        let ChunkAt { k0, row, chunk } = at;
         // MN-major: row = K row, chunk along the tile's columns; column block j of the tile is
         // the record's word 1 + j. (The op's flags never ask for K-major.)
         let values = p.b_values as *const u16;

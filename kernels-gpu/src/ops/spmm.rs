@@ -33,7 +33,7 @@
 use blocksparse_abi::{MAX_ITEM_BLOCKS, MMA_TILES, MmaTile, NO_BLOCK, NO_SLOT, SpmmParams, WorkItem, flags};
 
 use crate::core::epilogue::{DenseDest, partial_tile};
-use crate::core::portable::{Acc, Chunk, PortableOp, WarpTile};
+use crate::core::portable::{Acc, Chunk, ChunkAt, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
 use crate::ptx::{ld_global_nc_u32, ld_shared_u32, opaque, st_shared_u32, trap};
@@ -174,14 +174,8 @@ impl PortableOp for Spmm {
     }
 
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(
-        p: &SpmmParams,
-        it: &PortableItem,
-        st: u64,
-        k0: u32,
-        row: u32,
-        chunk: u32,
-    ) -> Chunk {
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &SpmmParams, it: &PortableItem, st: u64, at: ChunkAt) -> Chunk {
+        let ChunkAt { k0, row, chunk } = at;
         if FORM == 1 {
             // K-major, one block: row = M row of the tile, chunk along K from `st`.
             let min = row & ((1 << rb_log2(p)) - 1);
@@ -245,14 +239,8 @@ impl PortableOp for Spmm {
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(
-        p: &SpmmParams,
-        it: &PortableItem,
-        st: [u64; 2],
-        k0: u32,
-        row: u32,
-        chunk: u32,
-    ) -> Chunk {
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SpmmParams, it: &PortableItem, st: [u64; 2], at: ChunkAt) -> Chunk {
+        let ChunkAt { k0, row, chunk } = at;
         let kb_log2 = kb_log2(p);
         let n_total = p.out.cols;
         let n0 = it.n0;
