@@ -1,9 +1,10 @@
 //! The portable kernel skeleton (sm_80+): one thread block per work item, a multistage
 //! `cp.async` ring feeding `ldmatrix` + `mma.sync` m16n8k16 with f32 accumulators in registers.
-//! An op supplies where each 16-byte chunk of a stage comes from (a [`Chunk`]: [`PortableOp::a_chunk`],
-//! [`PortableOp::b_chunk`], with what a stage's chunks share computed once per stage by
-//! [`PortableOp::a_stage`] and [`PortableOp::b_stage`]) and where the tile goes ([`PortableOp::store`]); the ring, the
-//! operand layouts and the tensor-core loop are written here once.
+//! An op supplies where each 16-byte chunk of a stage comes from (a [`Chunk`]:
+//! [`PortableOp::a_chunk`], [`PortableOp::b_chunk`], with what a stage's chunks share computed
+//! once per stage by [`PortableOp::a_stage`] and [`PortableOp::b_stage`]) and where the tile
+//! goes ([`PortableOp::store`]); the ring, the operand layouts and the tensor-core loop are
+//! written here once.
 //!
 //! Shared memory: `A ring (stages, A stage) | B ring (stages, B stage) | block cache`. A stage
 //! holds the tile's A slice `(tm, ks)` either K-major (rows along M, `ldmatrix`) or MN-major

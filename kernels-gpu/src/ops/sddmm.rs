@@ -82,9 +82,10 @@ impl PortableOp for Sddmm {
         (it.k_hi - it.k_lo).div_ceil(t.ks)
     }
 
-    // The chunks of SDDMM keep the sized copy (`Chunk::Part` of 16 or 0 bytes): with whole-chunk
-    // copies its 32-row tile measured 0.82-1.02x in two runs, where identical kernels spread
-    // ±10 % (perf notes v30). Kept as it was until measured with more rounds.
+    // The chunks of SDDMM keep the sized copy (`Chunk::Part` of 16 or 0 bytes). Whole chunks
+    // gained 1.02-1.05x at 16x16 (column-major Y), but the 32-row tile's time is bimodal by
+    // more than any chunk form moves it, so it could not be measured (perf notes v30, items 4
+    // and 8).
     #[inline(always)]
     unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &SddmmParams, it: &PortableItem, _st: (), at: ChunkAt) -> Chunk {
         let ChunkAt { k0, row, chunk } = at;
