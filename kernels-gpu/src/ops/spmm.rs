@@ -74,8 +74,6 @@ const _: () = {
         i += 1;
     }
 };
-/// The offset [`PortableOp::b_stage`] finds past the item's K (that stage then takes the per-chunk form).
-const PAST_END: u64 = u64::MAX - 1;
 
 /// Element offset of matrix `batch`'s values of block `blk`, row `row`, column `col`.
 #[inline(always)]
@@ -215,26 +213,29 @@ impl PortableOp for Spmm {
         let kb_log2 = kb_log2(p);
         let batch = it.item.batch as u64 * p.b_batch_stride;
         let ldb = if B_K { 1 } else { p.ldb as u64 };
-        // The offset of K offset `k` (inside the item) of block `k >> kb_log2`.
+        // The offset of K offset `k` (inside the item) of block `k >> kb_log2`, if inside the
+        // item's K.
         let at = |k: u32| {
-            if k >= it.ktot {
-                return PAST_END;
-            }
-            let kblk = unsafe { it.kblk(k >> kb_log2) };
-            batch + (((kblk << kb_log2) + (k & ((1 << kb_log2) - 1))) as u64) * ldb
+            (k < it.ktot).then(|| {
+                let kblk = unsafe { it.kblk(k >> kb_log2) };
+                batch + (((kblk << kb_log2) + (k & ((1 << kb_log2) - 1))) as u64) * ldb
+            })
         };
+        let per_chunk = ([0; 2], 0);
         if it.n0 + t.tn > p.out.cols {
-            ([PAST_END; 2], 0)
+            per_chunk
         } else if kb_log2 >= STAGE_K_LOG2 {
             // A stage the ring loads starts inside the item's K, so `at(k0)` is a block's.
-            ([at(k0), PAST_END], 1)
+            at(k0).map_or(per_chunk, |first| ([first, 0], 1))
         } else if t.warp_m() == 16 {
             // Both blocks inside the item's K, or the per-chunk form (an item's last stage
             // with an odd count of 16-deep blocks).
-            let second = at(k0 + (1 << kb_log2));
-            if second == PAST_END { ([PAST_END; 2], 0) } else { ([at(k0), second], 2) }
+            match (at(k0), at(k0 + (1 << kb_log2))) {
+                (Some(first), Some(second)) => ([first, second], 2),
+                _ => per_chunk,
+            }
         } else {
-            ([PAST_END; 2], 0)
+            per_chunk
         }
     }
 
@@ -258,20 +259,15 @@ impl PortableOp for Spmm {
         // Form 0: the chunk finds its block itself.
         let k = k0 + kin;
         let b = b.wrapping_add(it.item.batch as usize * p.b_batch_stride as usize);
-        let (i, kin) = (k >> kb_log2, k & ((1 << kb_log2) - 1));
+        if k >= it.ktot || n >= n_total {
+            return if B_K { Chunk::Whole(b as *const u8, false) } else { Chunk::Part(b as *const u8, 0) };
+        }
+        let brow = ((unsafe { it.kblk(k >> kb_log2) } << kb_log2) + (k & ((1 << kb_log2) - 1))) as usize;
         if B_K {
-            if k >= it.ktot || n >= n_total {
-                return Chunk::Whole(b as *const u8, false);
-            }
-            let brow = ((unsafe { it.kblk(i) } << kb_log2) + kin) as usize;
             // The stride through `opaque`: otherwise the row offsets of a thread's chunks are
             // hoisted out of the K loop into registers the tile cannot spare.
             Chunk::Whole(b.wrapping_add(n as usize * opaque(p.ldb) as usize + brow) as *const u8, true)
         } else {
-            if k >= it.ktot || n >= n_total {
-                return Chunk::Part(b as *const u8, 0);
-            }
-            let brow = ((unsafe { it.kblk(i) } << kb_log2) + kin) as usize;
             Chunk::Part(b.wrapping_add(brow * p.ldb as usize + n as usize) as *const u8, (n_total - n).min(8) * 2)
         }
     }
