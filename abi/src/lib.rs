@@ -456,7 +456,8 @@ pub const fn wgmma_tile_index(tm: u32) -> Option<usize> {
 ///   is unused.
 /// - SpGEMM: block row `tile_row` of C over the stage records `k_begin..k_end` (each one A block
 ///   of that row and the B blocks it meets, [`SpgemmParams::records`]); a dense C's tile is N
-///   tile `n_tile`, a block-sparse C's tile is its blocks `blk_begin..blk_end` side by side.
+///   tile `n_tile`, a block-sparse C's tile is its blocks `blk_begin..blk_end` side by side
+///   (a paired plan's tile: the two C blocks `blk_begin` and `blk_end`, [`SpgemmParams::paired`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkItem {
@@ -681,7 +682,8 @@ pub struct BlockOut {
 /// own list has ended) and word `1 + j` the B block `q` (in row `col(p)` of B) that meets the
 /// group's column block `j`, or [`NO_BLOCK`]. Each group's entries run in increasing K. The
 /// tile's column block `j` is block column `n_tile · tn / bn + j` of a dense C, or the C block
-/// `blk_begin + j` of a block-sparse one.
+/// `blk_begin + j` of a block-sparse one; on a paired plan ([`SpgemmParams::paired`]) its two
+/// column blocks are the C blocks `blk_begin` and `blk_end` names instead.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SpgemmParams {
@@ -717,6 +719,12 @@ pub struct SpgemmParams {
     /// the group (`1 + tn / bn` = `rec_words` for the portable kernels, whose tile is one group;
     /// `1 + 128 / bn` for the grouped Hopper tile).
     pub group_words: u32,
+    /// 1 on the column-split tile (`WgmmaTile::n_split`) with `bn = 128`, whose plans pair each
+    /// row's C blocks by the K they share: a tile's two C blocks (one per consumer warpgroup)
+    /// are then the item's `blk_begin` and `blk_end` (a dense C's block columns, or a
+    /// block-sparse C's block indices), `NO_BLOCK` where the tile has one. Split tiles keep
+    /// their columns in order (the fix-up kernel's form). 0 otherwise.
+    pub paired: u32,
     /// A dense C.
     pub out: DenseOut,
     /// A block-sparse C (`(bm, bn)` blocks).

@@ -115,6 +115,11 @@ pub struct Args {
     /// group sizes instead of the planner's.
     #[arg(long, value_delimiter = ',')]
     groups: Vec<u32>,
+    /// With --spgemm: also time each case with C blocks paired in column order
+    /// (`PlanOptions::pair_columns = Some(false)`; rows "unpaired", and "G<g> unpaired" per
+    /// `--groups` size).
+    #[arg(long)]
+    unpaired: bool,
     /// Also time plain SpMM with these block rows merged per tile (`PlanOptions::merge_rows`;
     /// 1: never merged) instead of the planner's choice, where the kernels can (rows "spmm
     /// M<m>"; the kernel column says `/m` for a merged plan).

@@ -266,9 +266,18 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                 "mask_a": bits(&case.mask_a), "mask_b": bits(&case.mask_b), "reps": reps.n,
                 "expect_nnz_c": product.c_blocks * bs * bs,
             });
-            // The planner's plan, then one per N-tile group size of `--groups` (label "G<g>").
-            let plans = std::iter::once((String::new(), PlanOptions::default()))
-                .chain(args.groups.iter().map(|&g| (format!(" G{g}"), PlanOptions { n_tile_group: Some(g), ..Default::default() })));
+            // The planner's plan, then one per N-tile group size of `--groups` (label "G<g>"),
+            // each also with C blocks paired in column order where `--unpaired` asks.
+            let pairings: &[(&str, Option<bool>)] = if args.unpaired { &[("", None), (" unpaired", Some(false))] } else { &[("", None)] };
+            let plans = std::iter::once((String::new(), None))
+                .chain(args.groups.iter().map(|&g| (format!(" G{g}"), Some(g))))
+                .flat_map(|(label, g)| {
+                    pairings.iter().map(move |&(p, pair_columns)| {
+                        (format!("{label}{p}"), PlanOptions { n_tile_group: g, pair_columns, ..Default::default() })
+                    })
+                })
+                .collect::<Vec<_>>();
+            let plans = plans.iter().cloned();
             let outs = [("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)];
             for ((c_kind, out), (suffix, opts)) in outs.iter().flat_map(|o| plans.clone().map(move |p| (o.clone(), p))) {
                 let label = format!("{c_kind}{suffix}");
@@ -279,7 +288,7 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                 ctx.stream().synchronize().map_err(|e| what(e.to_string()))?;
                 let plan_ms = t0.elapsed().as_secs_f64() * 1e3;
                 let size = plan.size();
-                let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+                let kernel = format!("{:?}{}{}", plan.tile().family, plan.tile().shape().0, if plan.pairs_columns() { "/p" } else { "" });
                 let flops = plan.flops();
                 let mut c_bsr = if dense_c { None } else { Some(ctx.spgemm_output::<T>(&plan).map_err(|e| what(e.to_string()))?) };
                 // The two references right before ours, so that the board is in the state of a

@@ -200,6 +200,9 @@ struct CasePlan {
     /// Merged: `PlanOptions::skip_absent` (the plan must skip, or not, wherever it is merged
     /// on the Hopper kernels).
     skip: Option<bool>,
+    /// BSR × BSR: `PlanOptions::pair_columns` (`Some(false)`: the column-split tile's C blocks
+    /// in column order; `Some(true)`: a plan for the Hopper kernels must pair them).
+    pair: Option<bool>,
 }
 
 fn short(l: Layout) -> &'static str {
@@ -258,6 +261,15 @@ impl Cases {
     }
 
     /// The last case's plan merges its heavy rows first (`PlanOptions::reorder_rows`).
+    /// The last case's BSR × BSR plan with its C blocks in column order (`false`), or paired
+    /// by shared K (`true`: the case fails if the planner does not pair them).
+    fn paired(&mut self, pair: bool) {
+        if let Some(c) = self.0.last_mut() {
+            c.plan.pair = Some(pair);
+            c.label += if pair { " paired" } else { " unpaired" };
+        }
+    }
+
     fn reordered(&mut self) {
         if let Some(c) = self.0.last_mut() {
             c.plan.reorder = Some(true);
@@ -692,6 +704,32 @@ fn spgemm_cases(v: &mut Cases) {
         v.spgemm(kind, (10 * bm, 8 * bk, 9 * bn), (bm, bk, bn), dts[s], (Uniform(0.3), Skewed(0.3, 1, 0.5)), ab, 3);
     }
 
+    // 128-wide C blocks on the column-split tile, with tiles long enough to be paired: each
+    // row's blocks paired by shared K (perf notes v31), every C kind, an odd number of block
+    // columns (a lone block per row), batches, empty rows of B; and the same in column order.
+    // (Enough block rows that no tile is split on a GPU of up to ~200 SMs: a split plan keeps
+    // its blocks in column order.)
+    for (s, &kind) in kinds.iter().enumerate() {
+        let dt = dts[(s + 2) % 6];
+        v.spgemm(kind, (32 * 128, 32 * 64, 9 * 128), (128, 64, 128), dt, (Uniform(0.6), Uniform(0.6)), (1.0, 0.5), 1 + s % 2);
+        v.paired(true);
+        v.spgemm(kind, (32 * 128, 32 * 64, 9 * 128), (128, 64, 128), dt, (Uniform(0.6), Uniform(0.6)), (1.0, 0.5), 1);
+        v.paired(false);
+        v.spgemm(
+            kind,
+            (32 * 128, 24 * 128, 13 * 128),
+            (128, 128, 128),
+            dts[s],
+            (Uniform(0.6), EmptyRows(0.6)),
+            (0.5, 0.0),
+            1 + (s + 1) % 2,
+        );
+        // (A masked C keeps too few blocks per row here for its tiles to be paired.)
+        if !matches!(kind, Mask(_)) {
+            v.paired(true);
+        }
+    }
+
     // alpha / beta.
     for (alpha, beta) in [(0.0, 1.0), (0.0, 0.0), (-2.0, 0.25), (1.0, -1.0), (0.125, 3.0)] {
         v.spgemm(Dense(R), (8 * 64, 8 * 64, 9 * 64), (64, 64, 64), (F16, F32), (Uniform(0.3), Uniform(0.3)), (alpha, beta), 1);
@@ -1009,8 +1047,12 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
         (SpC::Mask(_), Some(t)) => SpgemmOutput::Mask(t.pattern().clone()),
         _ => SpgemmOutput::Product,
     };
-    let size = ctx.spgemm_size(&a_dev, &b_dev, &out).map_err(e)?;
-    let plan = ctx.plan_spgemm(&a_dev, &b_dev, out).map_err(e)?;
+    let opts = PlanOptions { pair_columns: c.plan.pair, ..Default::default() };
+    let size = ctx.spgemm_size_with(&a_dev, &b_dev, &out, &opts).map_err(e)?;
+    let plan = ctx.plan_spgemm_with(&a_dev, &b_dev, out, &opts).map_err(e)?;
+    if c.plan.pair == Some(true) && plan.tile().family == blocksparse::abi::KernelFamily::Hopper && !plan.pairs_columns() {
+        return Err("the plan does not pair the C blocks (its tiles are too short, or one is split)".into());
+    }
     // C's blocks as the reference sees them (a block-sparse C).
     let (c_rp, c_ci) = match &template {
         Some(t) => (t.row_ptr().to_vec(), t.col_idx().to_vec()),
@@ -1053,7 +1095,7 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
         (SpC::Mask(_), Some(p), Some(t)) if std::sync::Arc::ptr_eq(p, t.pattern()) => {}
         _ => return Err("the plan's output pattern is not C's".into()),
     }
-    let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
+    let kernel = format!("{:?}{}{}", plan.tile().family, plan.tile().shape().0, if plan.pairs_columns() { "/paired" } else { "" });
     let mut want = Vec::new();
     let mut results: Vec<Vec<O>> = Vec::new();
     match s.c {

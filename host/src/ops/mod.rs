@@ -86,6 +86,16 @@ pub struct PlanOptions {
     /// tiles whose short stages pay for the per-stage bookkeeping); `Some(false)`: never;
     /// `Some(true)`: wherever the plan is merged on the Hopper kernels.
     pub skip_absent: Option<bool>,
+    /// SpGEMM with 128×128 C blocks on the Hopper kernels (the column-split tile, one C block
+    /// per consumer warpgroup): whether the two C blocks of each tile are any two blocks of the
+    /// row that share the most K (the A blocks both meet B under), chosen within each N-tile
+    /// group, instead of neighbours. The tile streams the union of its blocks' K lists, so
+    /// pairs that share more K load fewer A slices (perf notes v31). `None` or `Some(true)`:
+    /// paired wherever the paired tiles average at least 8 stages (below that their C stores
+    /// hold the kernel, and pairing measured slower) and no output tile of the plan is split
+    /// along K (the fix-up kernel writes a split tile's blocks in column order);
+    /// `Some(false)`: neighbours.
+    pub pair_columns: Option<bool>,
 }
 
 /// The kernel family and tile a plan launches.

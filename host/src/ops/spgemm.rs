@@ -110,6 +110,10 @@ pub struct SpgemmPlan {
     choice: TileChoice,
     rec_words: u32,
     group_words: u32,
+    /// The items name their tiles' two C blocks ([`SpgemmParams::paired`]).
+    paired: bool,
+    /// Those two blocks are paired by shared K, not neighbours ([`PlanOptions::pair_columns`]).
+    pairs_columns: bool,
     /// Hopper: the rows of A's and B's values (where the zero boxes start; bounded by the tile
     /// choice); 0 for the portable kernels, which do not use them.
     zero_rows: (u32, u32),
@@ -144,6 +148,11 @@ impl SpgemmPlan {
     pub fn tile(&self) -> TileChoice {
         self.choice
     }
+    /// Whether each tile's two C blocks are two blocks of the row that share K rather than
+    /// neighbours ([`PlanOptions::pair_columns`]).
+    pub fn pairs_columns(&self) -> bool {
+        self.pairs_columns
+    }
     /// The host-side work list.
     pub fn work(&self) -> &WorkList {
         &self.work
@@ -170,6 +179,16 @@ struct Layout2 {
     j_per_tile: usize,
     dense: bool,
     groups: usize,
+    /// The tiles are pairs of C blocks named by their items ([`SpgemmParams::paired`]: the
+    /// column-split tile with one C block per consumer). The tiles' `[2]` and `[3]` are then the
+    /// two blocks (a dense C's block columns, a block-sparse C's block indices; `NO_BLOCK` for
+    /// a lone block), and `[1]` the tile's index in its row.
+    pair: bool,
+    /// On a paired layout: whether each row's blocks are paired by shared K
+    /// ([`spgemm_pairing`](pairing)) within windows of `window` block columns, or two by two in
+    /// column order.
+    matching: bool,
+    window: usize,
 }
 
 impl Layout2 {
@@ -179,10 +198,15 @@ impl Layout2 {
             KernelFamily::Hopper => {
                 // The kernel's column groups: 128 columns each on the grouped tile, the whole
                 // tile otherwise (the column-split tile: one list for both halves).
-                let groups = WGMMA_TILES[choice.tile].a_groups as usize;
-                Layout2 { j_per_tile: (tn as usize / groups / bn).max(1), dense, groups }
+                let t = WGMMA_TILES[choice.tile];
+                let groups = t.a_groups as usize;
+                let j_per_tile = (tn as usize / groups / bn).max(1);
+                let pair = t.n_split && j_per_tile == 2;
+                Layout2 { j_per_tile, dense, groups, pair, matching: false, window: 0 }
             }
-            KernelFamily::Portable => Layout2 { j_per_tile: (tn as usize / bn).max(1), dense, groups: 1 },
+            KernelFamily::Portable => {
+                Layout2 { j_per_tile: (tn as usize / bn).max(1), dense, groups: 1, pair: false, matching: false, window: 0 }
+            }
         }
     }
     /// Words of one group of a record.
@@ -212,14 +236,28 @@ fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout
     let mut out = Records::default();
     // Per C column: its tile and column within the tile in the current row (block-sparse C),
     // stamped with the row.
-    let mut pos = vec![(u32::MAX, 0u32, 0u32); if l.dense { 0 } else { b.cols }];
+    let by_pos = l.pair || !l.dense;
+    let mut pos = vec![(u32::MAX, 0u32, 0u32); if by_pos { b.cols } else { 0 }];
     let n_tiles_dense = b.cols.div_ceil(jt);
     let mut tile_recs: Vec<Vec<u32>> = Vec::new();
     let mut last_p: Vec<u32> = Vec::new();
     let mut count_recs: Vec<usize> = Vec::new();
+    // A paired layout's tiles of the current row.
+    let (mut scratch, mut pairs) = (pairing::Scratch::default(), Vec::new());
     let rows = a.row_ptr.len().saturating_sub(1);
     for i in 0..rows {
         let (n_tiles, c_begin, c_len) = match c {
+            _ if l.pair => {
+                pairs.clear();
+                pairing::row_tiles(a, b, c, i, l.matching.then_some(l.window), &mut scratch, &mut pairs);
+                for (t, pr) in pairs.iter().enumerate() {
+                    for (s, &m) in pr.iter().enumerate().filter(|(_, m)| **m != NO_BLOCK) {
+                        let col = c.map_or(m, |c| c.col_idx[m as usize]);
+                        pos[col as usize] = (i as u32, t as u32, s as u32);
+                    }
+                }
+                (pairs.len(), 0, 0)
+            }
             None => (n_tiles_dense, 0, 0),
             Some(c) => {
                 let (lo, hi) = (c.row_ptr[i] as usize, c.row_ptr[i + 1] as usize);
@@ -245,7 +283,7 @@ fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout
             let k = a.col_idx[p] as usize;
             for q in b.row_ptr[k] as usize..b.row_ptr[k + 1] as usize {
                 let j = b.col_idx[q] as usize;
-                let (t, s) = if l.dense {
+                let (t, s) = if !by_pos {
                     (j / jt, j % jt)
                 } else {
                     let (row, t, s) = pos[j];
@@ -276,7 +314,9 @@ fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout
             if store {
                 out.words.extend_from_slice(&tile_recs[t]);
             }
-            let (cb, ce) = if l.dense {
+            let (cb, ce) = if l.pair {
+                (pairs[t][0] as usize, pairs[t][1] as usize)
+            } else if l.dense {
                 (0, 0)
             } else {
                 let lo = c_begin + t * jt;
@@ -373,6 +413,38 @@ struct Symbolic {
     size: SpgemmSize,
     /// C's pattern (row_ptr, col_idx) for a product-pattern C.
     product: Option<(Vec<u32>, Vec<u32>)>,
+    /// The records' layout, with the pairing the counting pass chose.
+    layout: Layout2,
+    /// C block columns per N-tile group of the plan's order ([`group_tiles_by_columns`]).
+    group_cols: u64,
+}
+
+/// Block columns of C over which a paired plan's blocks are matched at most
+/// ([`pairing`](spgemm_pairing): its cost is this many overlap counts per pair of the product):
+/// 64, the whole 8192-column C of 128-wide blocks.
+const PAIR_WINDOW_MAX: u64 = 64;
+
+/// The fewest stages per output tile, on average over a paired walk's tiles, at which a plan
+/// keeps its pairing (perf notes v31, 128×128 blocks, 8192³): pairing gained 3–8 % at 12 and 45
+/// stages per tile (top-16 and 50 % × 50 %) and lost 4–13 % with a dense C at 2.5 (12.5 %
+/// patterns), where the tiles' C stores, not their stages, hold the kernel, and pairing leaves
+/// more tiles with no stage to hide a store behind.
+const PAIR_MIN_STAGES_PER_TILE: u64 = 8;
+
+/// The longest record list of one tile that [`split_tiles`] leaves whole: twice a resident
+/// thread block's fair share of the `total` records, at least 8 stages, at most 2²⁴ records (an
+/// item's K, records · bk ≤ 2³¹, stays in the kernels' u32).
+fn split_limit(total: u64, resident: u32, stages_per_record: u32) -> u32 {
+    let fair = total.div_ceil(resident.max(1) as u64);
+    let min_piece = 8u64.div_ceil(stages_per_record.max(1) as u64);
+    (2 * fair).max(min_piece).min(1 << 24) as u32
+}
+
+/// Whether [`split_tiles`] would split any of `tiles`.
+fn splits_any(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32) -> bool {
+    let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;
+    let limit = split_limit(total, resident, stages_per_record);
+    tiles.iter().any(|t| t[5] - t[4] > limit)
 }
 
 impl Context {
@@ -418,7 +490,13 @@ impl Context {
         Ok(())
     }
 
-    fn spgemm_symbolic<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: &SpgemmOutput) -> Result<(Symbolic, TileChoice)> {
+    fn spgemm_symbolic<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        out: &SpgemmOutput,
+        opts: &PlanOptions,
+    ) -> Result<(Symbolic, TileChoice)> {
         self.spgemm_check(a, b, out)?;
         let choice = self.spgemm_tile::<T>(&a.pattern, &b.pattern)?;
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
@@ -427,7 +505,19 @@ impl Context {
             _ => None,
         };
         let counts = pairs::count(&ga, &gb, mask.as_ref())?;
-        let layout = Layout2::new(choice, b.block().bk, matches!(out, SpgemmOutput::Dense));
+        let bn = b.block().bk;
+        let mut layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
+        let tile_cols = (layout.groups * layout.j_per_tile) as u64;
+        let group_cols = match opts.n_tile_group {
+            Some(g) => g.max(1) as u64 * tile_cols,
+            None => {
+                let column_split = choice.family == KernelFamily::Hopper && WGMMA_TILES[choice.tile].n_split;
+                let b_bytes = b.nnzb() as u64 * (b.block().bm * bn * core::mem::size_of::<T>()) as u64;
+                default_group_cols(b_bytes, gb.cols as u64, tile_cols, self.l2_bytes() as u64, column_split)
+            }
+        };
+        layout.matching = layout.pair && opts.pair_columns != Some(false);
+        layout.window = group_cols.min(PAIR_WINDOW_MAX) as usize;
         // C's pattern first for a product-pattern C (the records' tiles are runs of its blocks).
         let product = match out {
             SpgemmOutput::Product => Some(pairs::product_pattern(&ga, &gb, counts.c_blocks)?),
@@ -438,7 +528,19 @@ impl Context {
             (SpgemmOutput::Mask(_), _) => mask,
             _ => None,
         };
-        let pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+        let mut pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+        // A paired plan keeps its tiles whole (the fix-up kernel writes a split tile's columns in
+        // order), and pairs only where its tiles are long enough to gain from it; otherwise the
+        // blocks go in column order. Paired layouts are the Hopper kernels': one persistent
+        // block per SM, `bk / 64` stages per record.
+        let stages_per_record = a.block().bk as u32 / WG_K;
+        if layout.matching
+            && (splits_any(&pre.tiles, to_u32("batch", a.batch)?, self.sm_count(), stages_per_record)
+                || (pre.n_records as u64 * stages_per_record as u64) < PAIR_MIN_STAGES_PER_TILE * pre.tiles.len() as u64)
+        {
+            layout.matching = false;
+            pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+        }
         // The storing pass holds the groups' records and the zipped ones at once.
         let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
         let rec = zip_groups(pre, &layout, false)?;
@@ -463,13 +565,25 @@ impl Context {
             + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
             + product_bytes;
         let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.tiles.len(), device_bytes, host_bytes };
-        Ok((Symbolic { size, product }, choice))
+        Ok((Symbolic { size, product, layout, group_cols }, choice))
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
     /// anything proportional to it (the counting pass of the symbolic phase).
     pub fn spgemm_size<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: &SpgemmOutput) -> Result<SpgemmSize> {
-        Ok(self.spgemm_symbolic(a, b, out)?.0.size)
+        self.spgemm_size_with(a, b, out, &PlanOptions::default())
+    }
+
+    /// [`Context::spgemm_size`] of the plan [`Context::plan_spgemm_with`] would make with
+    /// `opts`.
+    pub fn spgemm_size_with<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        out: &SpgemmOutput,
+        opts: &PlanOptions,
+    ) -> Result<SpgemmSize> {
+        Ok(self.spgemm_symbolic(a, b, out, opts)?.0.size)
     }
 
     /// Plans `C = alpha · A · B + beta · C` for A's and B's patterns and batch, and C as `out`
@@ -499,11 +613,11 @@ impl Context {
         if let Some(rows) = opts.merge_rows.filter(|&m| m != 1) {
             return Err(Error::UnsupportedMerge { rows, why: "the BSR x BSR planner does not merge block rows (only 1)".into() });
         }
-        let (sym, choice) = self.spgemm_symbolic(a, b, &out)?;
+        let (sym, choice) = self.spgemm_symbolic(a, b, &out, opts)?;
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
         let (_, tn) = choice.shape();
         let bn = b.block().bk;
-        let layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
+        let (layout, group_cols) = (sym.layout, sym.group_cols);
         let stream = self.stream();
         let c_pattern = match (&out, sym.product) {
             (SpgemmOutput::Mask(m), _) => Some(m.clone()),
@@ -517,15 +631,10 @@ impl Context {
         let c_grid = c_pattern.as_deref().map(grid);
         let mut rec = zip_groups(walk(&ga, &gb, c_grid.as_ref(), &layout, true)?, &layout, true)?;
         let tile_cols = (layout.groups * layout.j_per_tile) as u64;
-        let column_split = choice.family == KernelFamily::Hopper && WGMMA_TILES[choice.tile].n_split;
-        let group_cols = match opts.n_tile_group {
-            Some(g) => g.max(1) as u64 * tile_cols,
-            None => {
-                let b_bytes = b.nnzb() as u64 * (b.block().bm * bn * core::mem::size_of::<T>()) as u64;
-                default_group_cols(b_bytes, gb.cols as u64, tile_cols, self.l2_bytes() as u64, column_split)
-            }
-        };
         let first_col = |t: &[u32; 6]| match &c_grid {
+            // A paired tile's first block (its two lie in one window of the group's columns).
+            Some(c) if layout.pair => c.col_idx[t[2] as usize] as u64,
+            None if layout.pair => t[2] as u64,
             Some(c) if t[2] < t[3] => c.col_idx[t[2] as usize] as u64,
             Some(_) => 0,
             None => t[1] as u64 * tile_cols,
@@ -538,7 +647,7 @@ impl Context {
             KernelFamily::Hopper => a.block().bk as u32 / WG_K,
             KernelFamily::Portable => (a.block().bk as u32).div_ceil(choice.ks()),
         };
-        let mut work = split_tiles(&rec.tiles, to_u32("batch", a.batch)?, resident, stages_per_record)?;
+        let mut work = split_tiles(&rec.tiles, to_u32("batch", a.batch)?, resident, stages_per_record, layout.pair)?;
         if choice.family == KernelFamily::Hopper {
             schedule_persistent(&mut work, resident, |i| (i.k_end - i.k_begin) as u64 + 1);
         }
@@ -555,6 +664,8 @@ impl Context {
             choice,
             rec_words: (layout.groups * layout.group_words()) as u32,
             group_words: layout.group_words() as u32,
+            paired: layout.pair,
+            pairs_columns: layout.matching,
             zero_rows: match choice.family {
                 KernelFamily::Hopper => {
                     (to_u32("rows of A's values", a.nnzb() * a.block().bm)?, to_u32("rows of B's values", b.nnzb() * b.block().bm)?)
@@ -702,6 +813,7 @@ impl Context {
             b_rows: plan.zero_rows.1,
             a_rows: plan.zero_rows.0,
             group_words: plan.group_words,
+            paired: plan.paired as u32,
             out,
             blocks,
         };
@@ -768,12 +880,9 @@ fn group_tiles_by_columns(tiles: &mut [[u32; 6]], first_col: impl Fn(&[u32; 6]) 
 /// at least 8 stages) split into near-equal pieces summed by the fix-up kernel in piece order.
 /// Items are ordered matrix by matrix, in the order of `tiles` ([`group_tiles_by_columns`]);
 /// the longest pieces come first where lengths differ a lot.
-fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32) -> Result<WorkList> {
+fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32, paired: bool) -> Result<WorkList> {
     let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;
-    let fair = total.div_ceil(resident.max(1) as u64);
-    let min_piece = 8u64.div_ceil(stages_per_record.max(1) as u64);
-    // At most 2²⁴ records per item: an item's K (records · bk ≤ 2³¹) stays in the kernels' u32.
-    let limit = (2 * fair).max(min_piece).min(1 << 24) as u32;
+    let limit = split_limit(total, resident, stages_per_record);
     let mut items = Vec::new();
     items.try_reserve_exact(tiles.len() * batch as usize).map_err(|_| Error::Allocation { what: "work items", elements: tiles.len() })?;
     let mut groups = Vec::new();
@@ -788,6 +897,15 @@ fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record:
                 continue;
             }
             let pieces = len.div_ceil(limit);
+            // A paired layout's split tile holds neighbours (the planner pairs only plans
+            // without splits): the fix-up kernel's C blocks `blk_begin..` (a dense C: N tile
+            // `n_tile`).
+            let (blk_begin, blk_end) = if paired {
+                debug_assert!(blk_end == NO_BLOCK || blk_end == blk_begin + 1, "a split tile of a paired plan holds neighbours");
+                (blk_begin, if blk_end == NO_BLOCK { blk_begin + 1 } else { blk_end + 1 })
+            } else {
+                (blk_begin, blk_end)
+            };
             groups.push(SplitGroup { tile_row, n_tile, first_slot: n_slots, n_slots: pieces, batch: bt, blk_begin, blk_end });
             for c in 0..pieces {
                 let lo = begin + (len as u64 * c as u64 / pieces as u64) as u32;
@@ -804,6 +922,9 @@ fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record:
     let max_item_blocks = items.iter().map(|i| i.k_end - i.k_begin).max().unwrap_or(0);
     Ok(WorkList { items, groups, n_slots, max_item_blocks, schedule: Vec::new() })
 }
+
+#[path = "spgemm_pairing.rs"]
+mod pairing;
 
 #[cfg(test)]
 #[path = "spgemm_tests.rs"]

@@ -55,6 +55,11 @@ fn product_grid(a: &Grid, b: &Grid) -> Grid {
     Grid::new(mask, a.rows, b.cols)
 }
 
+/// The layout of `jt` column blocks per group, `groups` groups, without pairing.
+fn plain(jt: usize, dense: bool, groups: usize) -> Layout2 {
+    Layout2 { j_per_tile: jt, dense, groups, pair: false, matching: false, window: 0 }
+}
+
 /// The C blocks of tile `t` of block row `i`, as block columns: `j_per_tile` consecutive
 /// columns of a dense C (fewer at the tail), or the row's C blocks `t · jt ..` of a block-sparse
 /// one; `None` when the row has no tile `t`.
@@ -293,7 +298,7 @@ fn walk_matches_brute_force_for_dense_product_and_masked_c() {
             let cp = c.as_ref().map(Grid::pattern);
             for jt in [1usize, 2, 4, 16] {
                 let what = format!("seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, j_per_tile {jt}");
-                let layout = Layout2 { j_per_tile: jt, dense: c.is_none(), groups: 1 };
+                let layout = plain(jt, c.is_none(), 1);
                 let rec = walk(&ga, &gb, cp.as_ref(), &layout, true).unwrap();
                 check_records(&a, &b, c.as_ref(), jt, &rec, &what);
                 let (words, tiles) = reference(&a, &b, c.as_ref(), jt);
@@ -316,8 +321,8 @@ fn walk_matches_brute_force_for_dense_product_and_masked_c() {
         // A full mask walks exactly as a dense C (the same tiles of the same columns).
         let full = Grid::new(vec![true; mb * nb], mb, nb);
         for jt in [1usize, 2, 4, 16] {
-            let d = walk(&ga, &gb, None, &Layout2 { j_per_tile: jt, dense: true, groups: 1 }, true).unwrap();
-            let f = walk(&ga, &gb, Some(&full.pattern()), &Layout2 { j_per_tile: jt, dense: false, groups: 1 }, true).unwrap();
+            let d = walk(&ga, &gb, None, &plain(jt, true, 1), true).unwrap();
+            let f = walk(&ga, &gb, Some(&full.pattern()), &plain(jt, false, 1), true).unwrap();
             assert_eq!(d.words, f.words, "seed {seed} case {case}: full mask vs dense, j_per_tile {jt}");
             let rows = |r: &Records| r.tiles.iter().map(|t| (t[0], t[4], t[5])).collect::<Vec<_>>();
             assert_eq!(rows(&d), rows(&f), "seed {seed} case {case}: full mask vs dense tiles");
@@ -339,7 +344,7 @@ fn walk_handles_empty_rows_and_masked_out_rows() {
     ], 4, 5);
     let n = NO_BLOCK;
     // Dense C, two columns per tile: row 1's tiles (0: j 0-1, 1: j 2-3, 2: j 4).
-    let rec = walk(&a.pattern(), &b.pattern(), None, &Layout2 { j_per_tile: 2, dense: true, groups: 1 }, true).unwrap();
+    let rec = walk(&a.pattern(), &b.pattern(), None, &plain(2, true, 1), true).unwrap();
     assert_eq!(rec.tiles.len(), 9, "three tiles in every row, empty ones included");
     assert_eq!(
         rec.tiles,
@@ -367,7 +372,7 @@ fn walk_handles_empty_rows_and_masked_out_rows() {
     // reaches them; the row's pairs at j = 0, 1 are masked out) and j = 4, row 2 holds j = 0
     // (its only A block meets an empty B row).
     let m = Grid::new(vec![false, false, true, false, false, false, false, true, true, true, true, false, false, false, false], 3, 5);
-    let rec = walk(&a.pattern(), &b.pattern(), Some(&m.pattern()), &Layout2 { j_per_tile: 2, dense: false, groups: 1 }, true).unwrap();
+    let rec = walk(&a.pattern(), &b.pattern(), Some(&m.pattern()), &plain(2, false, 1), true).unwrap();
     assert_eq!(rec.tiles, vec![[0, 0, 0, 1, 0, 0], [1, 0, 1, 3, 0, 0], [1, 1, 3, 4, 0, 3], [2, 0, 4, 5, 3, 3]]);
     assert_eq!(rec.words, vec![0, 1, n, 1, 3, n, 2, 4, n]);
 }
@@ -385,15 +390,14 @@ fn split_tiles_covers_every_tile_once() {
         for (name, c) in c_patterns(&a, &b, &mut rng) {
             let cp = c.as_ref().map(Grid::pattern);
             for jt in [1usize, 2, 4, 16] {
-                let rec = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { j_per_tile: jt, dense: c.is_none(), groups: 1 }, true)
-                    .unwrap();
+                let rec = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &plain(jt, c.is_none(), 1), true).unwrap();
                 for batch in [1u32, 3] {
                     for resident in [1u32, 5, 132, 100_000] {
                         let what = format!(
                             "seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, j_per_tile {jt}, batch {batch}, \
                              resident {resident}, {spr} stages per record"
                         );
-                        let wl = split_tiles(&rec.tiles, batch, resident, spr).unwrap();
+                        let wl = split_tiles(&rec.tiles, batch, resident, spr, false).unwrap();
                         check_split(&rec.tiles, batch, resident, spr, &wl, &what);
                         assert!(wl.items.len() >= rec.tiles.len() * batch as usize, "{what}");
                         splits += wl.groups.len();
@@ -436,8 +440,7 @@ fn tiles_are_walked_in_column_groups() {
         for (name, c) in c_patterns(&a, &b, &mut rng) {
             let cp = c.as_ref().map(Grid::pattern);
             let jt = [1usize, 2, 4][case % 3];
-            let rec =
-                walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { j_per_tile: jt, dense: c.is_none(), groups: 1 }, true).unwrap();
+            let rec = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &plain(jt, c.is_none(), 1), true).unwrap();
             let first_col = |t: &[u32; 6]| match &cp {
                 Some(p) if t[2] < t[3] => p.col_idx[t[2] as usize] as u64,
                 Some(_) => 0,
@@ -474,10 +477,10 @@ fn one_long_row_is_split_and_runs_first() {
     let (mb, kb, nb) = (64usize, 300usize, 1usize);
     let a = Grid::new((0..mb * kb).map(|e| e / kb == 17 || e % kb == e / kb).collect(), mb, kb);
     let b = Grid::new(vec![true; kb * nb], kb, nb);
-    let rec = walk(&a.pattern(), &b.pattern(), None, &Layout2 { j_per_tile: 4, dense: true, groups: 1 }, true).unwrap();
+    let rec = walk(&a.pattern(), &b.pattern(), None, &plain(4, true, 1), true).unwrap();
     assert_eq!(rec.tiles[17][5] - rec.tiles[17][4], 300);
     for batch in [1u32, 3] {
-        let wl = split_tiles(&rec.tiles, batch, 132, 1).unwrap();
+        let wl = split_tiles(&rec.tiles, batch, 132, 1, false).unwrap();
         check_split(&rec.tiles, batch, 132, 1, &wl, &format!("long row, batch {batch}"));
         assert_eq!(wl.groups.len(), batch as usize, "the long tile of every matrix is split");
         assert!(wl.max_item_blocks < 300);
@@ -485,7 +488,7 @@ fn one_long_row_is_split_and_runs_first() {
         assert!(wl.groups.iter().all(|g| g.tile_row == 17 && g.n_slots > 1));
     }
     // One resident thread block: its fair share is everything, nothing is split.
-    let wl = split_tiles(&rec.tiles, 1, 1, 1).unwrap();
+    let wl = split_tiles(&rec.tiles, 1, 1, 1, false).unwrap();
     assert!(wl.groups.is_empty() && wl.n_slots == 0);
     check_split(&rec.tiles, 1, 1, 1, &wl, "long row, one resident block");
 }
@@ -502,7 +505,7 @@ fn zip_groups_interleaves_each_groups_list() {
         tiles: vec![[0, 0, 0, 1, 0, 2], [0, 1, 1, 2, 2, 3], [0, 2, 2, 3, 3, 3], [1, 0, 3, 4, 3, 4]],
         n_records: 4,
     };
-    let l = Layout2 { j_per_tile: 1, dense: false, groups: 2 };
+    let l = plain(1, false, 2);
     let z = zip_groups(rec, &l, true).unwrap();
     assert_eq!(z.tiles, vec![[0, 0, 0, 2, 0, 2], [0, 1, 2, 3, 2, 2], [1, 0, 3, 4, 2, 3]]);
     assert_eq!(z.words, vec![10, 20, 12, 22, 11, 21, n, n, 13, 23, n, n]);
@@ -528,7 +531,7 @@ fn zip_groups_pairs_records_of_one_a_block() {
         tiles: vec![[0, 0, 0, 1, 0, 4], [0, 1, 1, 2, 4, 7]],
         n_records: 7,
     };
-    let l = Layout2 { j_per_tile: 1, dense: false, groups: 2 };
+    let l = plain(1, false, 2);
     let z = zip_groups(rec, &l, true).unwrap();
     assert_eq!(z.tiles, vec![[0, 0, 0, 2, 0, 4]]);
     assert_eq!(z.words, vec![5, 50, 5, 51, 9, 90, 9, 91, 3, 30, 6, 61, 7, 70, n, n]);
@@ -551,4 +554,156 @@ fn hopper_layout_follows_the_spgemm_tiles() {
             assert_eq!(l.groups * l.j_per_tile * bn, t.tn() as usize, "tile {tile}, bn {bn}");
         }
     }
+}
+
+/// A paired walk (the column-split tile with 128-wide C blocks): every C block of a row
+/// (every block column of a dense C) in exactly one tile slot of its row; every pair of it in
+/// exactly one record of that tile, at that slot, records in increasing p; with matching, a
+/// tile's two blocks in one window and, for a dense C, no more records per row than the
+/// neighbours' tiles; without it, exactly the unpaired walk's records with the tiles' blocks
+/// named. The counting pass agrees.
+#[test]
+fn paired_walk_covers_every_block_once() {
+    let seed = seed("paired_walk_covers_every_block_once");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut reordered = 0;
+    for case in 0..150 {
+        let (mb, kb) = (rng.random_range(1..8usize), rng.random_range(1..24usize));
+        let nb = if case % 3 == 0 { rng.random_range(17..70usize) } else { rng.random_range(1..12usize) };
+        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
+        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        let (ga, gb) = (a.pattern(), b.pattern());
+        for (name, c) in c_patterns(&a, &b, &mut rng) {
+            let cp = c.as_ref().map(Grid::pattern);
+            let dense = c.is_none();
+            let plain = Layout2 { j_per_tile: 2, dense, groups: 1, pair: false, matching: false, window: 0 };
+            let unpaired = walk(&ga, &gb, cp.as_ref(), &plain, true).unwrap();
+            for (matching, window) in [(false, 0), (true, 2), (true, 3), (true, 8), (true, 64)] {
+                let what = format!("seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, matching {matching}, window {window}");
+                let l = Layout2 { pair: true, matching, window, ..plain };
+                let rec = walk(&ga, &gb, cp.as_ref(), &l, true).unwrap();
+                let counted = walk(&ga, &gb, cp.as_ref(), &l, false).unwrap();
+                assert_eq!((counted.n_records, &counted.tiles), (rec.n_records, &rec.tiles), "{what}: counting pass");
+                assert_eq!(rec.words.len(), 3 * rec.n_records, "{what}: words per record");
+                // The C block column of a slot value.
+                let col = |m: u32| c.as_ref().map_or(m as usize, |c| c.col_idx[m as usize] as usize);
+                let mut slot_of: HashMap<(usize, usize), (usize, usize)> = HashMap::new(); // (row, column) -> (tile, slot)
+                let mut next = 0;
+                for (ti, t) in rec.tiles.iter().enumerate() {
+                    let [row, _, s0, s1, first, end] = *t;
+                    assert_eq!(first, next, "{what}: tile {ti}'s records follow the previous tile's");
+                    next = end;
+                    assert_ne!(s0, NO_BLOCK, "{what}: tile {ti} has a first block");
+                    for (s, m) in [(0, s0), (1, s1)].into_iter().filter(|(_, m)| *m != NO_BLOCK) {
+                        if let Some(c) = &c {
+                            assert!(
+                                (c.row_ptr[row as usize]..c.row_ptr[row as usize + 1]).contains(&m),
+                                "{what}: tile {ti}: C block {m} in row {row}"
+                            );
+                        }
+                        assert!(
+                            slot_of.insert((row as usize, col(m)), (ti, s)).is_none(),
+                            "{what}: C block ({row}, {}) in two slots",
+                            col(m)
+                        );
+                    }
+                    if matching && s1 != NO_BLOCK {
+                        assert_eq!(col(s0) / window, col(s1) / window, "{what}: tile {ti}'s blocks in one window");
+                    }
+                }
+                assert_eq!(next as usize, rec.n_records, "{what}: the tiles cover every record");
+                let blocks = match &c {
+                    None => mb * nb,
+                    Some(c) => c.mask.iter().filter(|&&x| x).count(),
+                };
+                assert_eq!(slot_of.len(), blocks, "{what}: every C block in a tile");
+                let mut got = Vec::new();
+                for (ti, t) in rec.tiles.iter().enumerate() {
+                    let mut last_p = None;
+                    for r in t[4] as usize..t[5] as usize {
+                        let w = &rec.words[3 * r..3 * r + 3];
+                        assert!(last_p < Some(w[0]), "{what}: tile {ti}: records in increasing p");
+                        last_p = Some(w[0]);
+                        assert!(w[1] != NO_BLOCK || w[2] != NO_BLOCK, "{what}: record {r} has no B block");
+                        for s in 0..2 {
+                            if w[1 + s] != NO_BLOCK {
+                                got.push((ti, s, w[0], w[1 + s]));
+                            }
+                        }
+                    }
+                }
+                let mut want = Vec::new();
+                for (&(i, j), &(ti, s)) in &slot_of {
+                    for k in (0..kb).filter(|&k| a.has(i, k) && b.has(k, j)) {
+                        want.push((ti, s, a.at(i, k), b.at(k, j)));
+                    }
+                }
+                got.sort_unstable();
+                want.sort_unstable();
+                assert_eq!(got, want, "{what}: pairs in the records");
+                let per_row = |r: &Records| {
+                    let mut v = vec![0u32; mb];
+                    r.tiles.iter().for_each(|t| v[t[0] as usize] += t[5] - t[4]);
+                    v
+                };
+                if !matching {
+                    assert_eq!(rec.words, unpaired.words, "{what}: unpaired records");
+                    let tiles: Vec<_> = rec.tiles.iter().map(|t| [t[0], t[1], t[4], t[5]]).collect();
+                    let want: Vec<_> = unpaired.tiles.iter().map(|t| [t[0], t[1], t[4], t[5]]).collect();
+                    assert_eq!(tiles, want, "{what}: unpaired tiles");
+                } else if dense && window % 2 == 0 {
+                    // Windows start at even columns: the neighbours within a window are the
+                    // unpaired tiles, which the pairing keeps unless it beats them.
+                    for (r, (p, u)) in per_row(&rec).into_iter().zip(per_row(&unpaired)).enumerate() {
+                        assert!(p <= u, "{what}: row {r}: {p} records paired against {u} in column order");
+                        reordered += (p < u) as usize;
+                    }
+                }
+            }
+        }
+    }
+    assert!(reordered > 0, "seed {seed}: some rows were paired to fewer records");
+}
+
+/// A paired layout in column order (what a plan with split tiles keeps) gives the fix-up
+/// kernel the unpaired plan's split groups: the same tiles, slots and, for a block-sparse C,
+/// the same runs of C blocks.
+#[test]
+fn paired_layout_splits_as_the_unpaired_one() {
+    let seed = seed("paired_layout_splits_as_the_unpaired_one");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut splits = 0;
+    for case in 0..60 {
+        let (mb, kb, nb) = (rng.random_range(1..8usize), rng.random_range(1..40usize), rng.random_range(1..20usize));
+        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
+        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        for (name, c) in c_patterns(&a, &b, &mut rng) {
+            let cp = c.as_ref().map(Grid::pattern);
+            let plain = plain(2, c.is_none(), 1);
+            let unpaired = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &plain, true).unwrap();
+            let paired = walk(&a.pattern(), &b.pattern(), cp.as_ref(), &Layout2 { pair: true, ..plain }, true).unwrap();
+            for resident in [1u32, 4, 132] {
+                let what = format!("seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, resident {resident}");
+                let u = split_tiles(&unpaired.tiles, 2, resident, 2, false).unwrap();
+                let p = split_tiles(&paired.tiles, 2, resident, 2, true).unwrap();
+                assert_eq!(u.groups.len(), p.groups.len(), "{what}: split groups");
+                for (gu, gp) in u.groups.iter().zip(&p.groups) {
+                    assert_eq!(
+                        (gu.tile_row, gu.n_tile, gu.first_slot, gu.n_slots, gu.batch),
+                        (gp.tile_row, gp.n_tile, gp.first_slot, gp.n_slots, gp.batch),
+                        "{what}"
+                    );
+                    if c.is_some() {
+                        assert_eq!((gu.blk_begin, gu.blk_end), (gp.blk_begin, gp.blk_end), "{what}: C blocks of a split tile");
+                    }
+                }
+                let key = |w: &WorkList| {
+                    w.items.iter().map(|i| (i.tile_row, i.n_tile, i.partial_slot, i.batch, i.k_begin, i.k_end)).collect::<Vec<_>>()
+                };
+                assert_eq!(key(&u), key(&p), "{what}: items");
+                splits += p.groups.len();
+            }
+        }
+    }
+    assert!(splits > 0, "seed {seed}: some tiles were split");
 }

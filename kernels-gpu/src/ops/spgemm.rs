@@ -25,7 +25,9 @@
 //! one, are loaded; the consumer multiplies a zero box in place of the others. On its 128-row tile
 //! (`WgmmaTile::n_split`) the tile streams one list, the union over its columns, with one A slice
 //! per stage; each consumer warpgroup owns 128 columns (all 128 rows) and passes over the stages
-//! where they hold no block, so neither the A slice nor the tensor work is spent on zeros.
+//! where they hold no block, so neither the A slice nor the tensor work is spent on zeros. With
+//! 128-wide C blocks its plans pair each row's C blocks by the K they share
+//! ([`SpgemmParams::paired`]: the tile's two C blocks are any two of the row, not neighbours).
 
 use blocksparse_abi::{FIXUP_TO_DENSE, MmaTile, NO_BLOCK, NO_SLOT, SpgemmParams, WorkItem};
 
@@ -470,10 +472,25 @@ mod hopper {
                 // 64-127 in the second.
                 // SAFETY: the two halves of `acc`, 64 f32 each at offsets 0 and 64, as arrays.
                 let (lo, hi) = unsafe { (&*(acc.as_ptr() as *const [f32; 64]), &*(acc.as_ptr().add(64) as *const [f32; 64])) };
-                let col = 128 * c.wm;
+                let (item, col) = if p.paired != 0 && item.partial_slot == NO_SLOT {
+                    // A paired plan: this consumer's C block is the item's `blk_begin` (consumer
+                    // 0) or `blk_end` (consumer 1), none where the tile has one block (bn = 128:
+                    // one C block per consumer).
+                    let m = if c.wm == 0 { item.blk_begin } else { item.blk_end };
+                    if m == NO_BLOCK {
+                        return;
+                    }
+                    if p.to == FIXUP_TO_DENSE {
+                        (WorkItem { n_tile: 0, ..*item }, m << p.bn_log2)
+                    } else {
+                        (WorkItem { blk_begin: m, blk_end: m + 1, ..*item }, 0)
+                    }
+                } else {
+                    (*item, 128 * c.wm)
+                };
                 unsafe {
-                    Self::store_fragment::<O, 64, 16>(p, item, lo, c, 0, col);
-                    Self::store_fragment::<O, 64, 16>(p, item, hi, c, WG_M, col);
+                    Self::store_fragment::<O, 64, 16>(p, &item, lo, c, 0, col);
+                    Self::store_fragment::<O, 64, 16>(p, &item, hi, c, WG_M, col);
                 }
             } else {
                 unsafe { Self::store_fragment::<O, 128, 32>(p, item, acc, c, c.wm * WG_M, c.wn * WG_N) };
