@@ -231,6 +231,19 @@ struct Records {
 /// stored when `store` (the tiles are listed either way). `c` is C's pattern for a block-sparse
 /// C (`None`: dense).
 fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout2, store: bool) -> Result<Records> {
+    walk_pairs(a, b, c, l, store, None)
+}
+
+/// [`walk`], on a paired layout with the tiles of an earlier walk of the same product and layout
+/// (`pairs`, in row order) instead of pairing the rows again.
+fn walk_pairs(
+    a: &BlockPattern,
+    b: &BlockPattern,
+    c: Option<&BlockPattern>,
+    l: &Layout2,
+    store: bool,
+    given: Option<&[[u32; 6]]>,
+) -> Result<Records> {
     let jt = l.j_per_tile;
     let w = 1 + jt;
     let mut out = Records::default();
@@ -244,12 +257,21 @@ fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout
     let mut count_recs: Vec<usize> = Vec::new();
     // A paired layout's tiles of the current row.
     let (mut scratch, mut pairs) = (pairing::Scratch::default(), Vec::new());
+    let mut given_at = 0;
     let rows = a.row_ptr.len().saturating_sub(1);
     for i in 0..rows {
         let (n_tiles, c_begin, c_len) = match c {
             _ if l.pair => {
                 pairs.clear();
-                pairing::row_tiles(a, b, c, i, l.matching.then_some(l.window), &mut scratch, &mut pairs);
+                match given {
+                    Some(g) => {
+                        while given_at < g.len() && g[given_at][0] as usize == i {
+                            pairs.push([g[given_at][2], g[given_at][3]]);
+                            given_at += 1;
+                        }
+                    }
+                    None => pairing::row_tiles(a, b, c, i, l.matching.then_some(l.window), &mut scratch, &mut pairs),
+                }
                 for (t, pr) in pairs.iter().enumerate() {
                     for (s, &m) in pr.iter().enumerate().filter(|(_, m)| **m != NO_BLOCK) {
                         let col = c.map_or(m, |c| c.col_idx[m as usize]);
@@ -417,6 +439,8 @@ struct Symbolic {
     layout: Layout2,
     /// C block columns per N-tile group of the plan's order ([`group_tiles_by_columns`]).
     group_cols: u64,
+    /// A paired layout's tiles as the counting pass chose them (empty otherwise).
+    pairs: Vec<[u32; 6]>,
 }
 
 /// Block columns of C over which a paired plan's blocks are matched at most
@@ -543,6 +567,9 @@ impl Context {
         }
         // The storing pass holds the groups' records and the zipped ones at once.
         let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
+        // A paired walk's tiles, for the storing pass (the pairs are not chosen twice).
+        let pairs = if layout.pair { pre.tiles.clone() } else { Vec::new() };
+        let pre_tiles = pre.tiles.len();
         let rec = zip_groups(pre, &layout, false)?;
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -563,9 +590,10 @@ impl Context {
         let host_bytes = pre_bytes
             + if layout.groups > 1 { 4 * w * rec.n_records + 24 * rec.tiles.len() } else { 0 }
             + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
-            + product_bytes;
+            + product_bytes
+            + if layout.pair { 24 * pre_tiles } else { 0 };
         let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.tiles.len(), device_bytes, host_bytes };
-        Ok((Symbolic { size, product, layout, group_cols }, choice))
+        Ok((Symbolic { size, product, layout, group_cols, pairs }, choice))
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
@@ -600,7 +628,9 @@ impl Context {
     }
 
     /// [`Context::plan_spgemm`] with tuning knobs: [`PlanOptions::n_tile_group`] sets how many
-    /// output tiles of a block row the plan walks together. SpGEMM does not merge block rows:
+    /// output tiles of a block row the plan walks together (and, on a paired plan, the window
+    /// of block columns its pairs are chosen in, at most 64), [`PlanOptions::pair_columns`]
+    /// whether 128×128 C blocks are paired by shared K. SpGEMM does not merge block rows:
     /// [`PlanOptions::merge_rows`] other than `None` or `Some(1)` is
     /// [`Error::UnsupportedMerge`].
     pub fn plan_spgemm_with<T: InputElement>(
@@ -629,7 +659,8 @@ impl Context {
             _ => None,
         };
         let c_grid = c_pattern.as_deref().map(grid);
-        let mut rec = zip_groups(walk(&ga, &gb, c_grid.as_ref(), &layout, true)?, &layout, true)?;
+        let given = layout.pair.then_some(&sym.pairs[..]);
+        let mut rec = zip_groups(walk_pairs(&ga, &gb, c_grid.as_ref(), &layout, true, given)?, &layout, true)?;
         let tile_cols = (layout.groups * layout.j_per_tile) as u64;
         let first_col = |t: &[u32; 6]| match &c_grid {
             // A paired tile's first block (its two lie in one window of the group's columns).

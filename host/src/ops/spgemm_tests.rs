@@ -584,6 +584,9 @@ fn paired_walk_covers_every_block_once() {
                 let rec = walk(&ga, &gb, cp.as_ref(), &l, true).unwrap();
                 let counted = walk(&ga, &gb, cp.as_ref(), &l, false).unwrap();
                 assert_eq!((counted.n_records, &counted.tiles), (rec.n_records, &rec.tiles), "{what}: counting pass");
+                // The storing pass with the counting pass's pairs stores the same records.
+                let again = walk_pairs(&ga, &gb, cp.as_ref(), &l, true, Some(&counted.tiles)).unwrap();
+                assert_eq!((&again.words, &again.tiles), (&rec.words, &rec.tiles), "{what}: the storing pass with given pairs");
                 assert_eq!(rec.words.len(), 3 * rec.n_records, "{what}: words per record");
                 // The C block column of a slot value.
                 let col = |m: u32| c.as_ref().map_or(m as usize, |c| c.col_idx[m as usize] as usize);
