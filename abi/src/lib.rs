@@ -457,7 +457,8 @@ pub const fn wgmma_tile_index(tm: u32) -> Option<usize> {
 /// - SpGEMM: block row `tile_row` of C over the stage records `k_begin..k_end` (each one A block
 ///   of that row and the B blocks it meets, [`SpgemmParams::records`]); a dense C's tile is N
 ///   tile `n_tile`, a block-sparse C's tile is its blocks `blk_begin..blk_end` side by side
-///   (a paired plan's tile: the two C blocks `blk_begin` and `blk_end`, [`SpgemmParams::paired`]).
+///   (a paired plan's tile: the two C blocks `blk_begin` and `blk_end`, and `n_tile` only its
+///   index in the row, [`SpgemmParams::paired`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkItem {
@@ -719,11 +720,13 @@ pub struct SpgemmParams {
     /// the group (`1 + tn / bn` = `rec_words` for the portable kernels, whose tile is one group;
     /// `1 + 128 / bn` for the grouped Hopper tile).
     pub group_words: u32,
-    /// 1 on the column-split tile (`WgmmaTile::n_split`) with `bn = 128`, whose plans pair each
-    /// row's C blocks by the K they share: a tile's two C blocks (one per consumer warpgroup)
-    /// are then the item's `blk_begin` and `blk_end` (a dense C's block columns, or a
-    /// block-sparse C's block indices), `NO_BLOCK` where the tile has one. Split tiles keep
-    /// their columns in order (the fix-up kernel's form). 0 otherwise.
+    /// 1 on the column-split tile (`WgmmaTile::n_split`) with `bn = 128`, whose plans may pair
+    /// each row's C blocks by the K they share: a tile's two C blocks (one per consumer
+    /// warpgroup) are then the item's `blk_begin` and `blk_end` (a dense C's block columns, or
+    /// a block-sparse C's block indices), `NO_BLOCK` where the tile has one; a dense C's
+    /// `n_tile` is then only the tile's index in its row. The pieces of a split tile store
+    /// partial tiles; only plans that keep every row's blocks in column order split tiles,
+    /// and their [`SplitGroup`]s name the tile as the fix-up kernel reads it. 0 otherwise.
     pub paired: u32,
     /// A dense C.
     pub out: DenseOut,

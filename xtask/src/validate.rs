@@ -260,7 +260,6 @@ impl Cases {
         }
     }
 
-    /// The last case's plan merges its heavy rows first (`PlanOptions::reorder_rows`).
     /// The last case's BSR × BSR plan with its C blocks in column order (`false`), or paired
     /// by shared K (`true`: the case fails if the planner does not pair them).
     fn paired(&mut self, pair: bool) {
@@ -270,6 +269,7 @@ impl Cases {
         }
     }
 
+    /// The last case's plan merges its heavy rows first (`PlanOptions::reorder_rows`).
     fn reordered(&mut self) {
         if let Some(c) = self.0.last_mut() {
             c.plan.reorder = Some(true);

@@ -444,9 +444,20 @@ struct Symbolic {
 }
 
 /// Block columns of C over which a paired plan's blocks are matched at most
-/// ([`pairing`](spgemm_pairing): its cost is this many overlap counts per pair of the product):
-/// 64, the whole 8192-column C of 128-wide blocks.
+/// ([`pairing`](spgemm_pairing): its cost is up to this many overlap counts per pair of the
+/// product): 64, the whole 8192-column C of 128-wide blocks.
 const PAIR_WINDOW_MAX: u64 = 64;
+
+/// The window of a paired plan's matching for N-tile groups of `group_cols` block columns out of
+/// `cols`: windows tile the groups, so a tile's two blocks lie in one group. The cap where one
+/// group holds every column, else the largest even divisor of the group's columns up to the
+/// cap (a group's columns are a multiple of the tile's two).
+fn pair_window(group_cols: u64, cols: u64) -> usize {
+    if group_cols >= cols {
+        return PAIR_WINDOW_MAX as usize;
+    }
+    (2..=PAIR_WINDOW_MAX).rev().step_by(2).find(|w| group_cols.is_multiple_of(*w)).unwrap_or(2) as usize
+}
 
 /// The fewest stages per output tile, on average over a paired walk's tiles, at which a plan
 /// keeps its pairing (perf notes v31, 128×128 blocks, 8192³): pairing gained 3–8 % at 12 and 45
@@ -541,7 +552,7 @@ impl Context {
             }
         };
         layout.matching = layout.pair && opts.pair_columns != Some(false);
-        layout.window = group_cols.min(PAIR_WINDOW_MAX) as usize;
+        layout.window = pair_window(group_cols, gb.cols as u64);
         // C's pattern first for a product-pattern C (the records' tiles are runs of its blocks).
         let product = match out {
             SpgemmOutput::Product => Some(pairs::product_pattern(&ga, &gb, counts.c_blocks)?),
@@ -597,7 +608,8 @@ impl Context {
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
-    /// anything proportional to it (the counting pass of the symbolic phase).
+    /// its records (the counting pass of the symbolic phase; it holds the tile list, 24 bytes
+    /// a tile, as [`SpgemmSize::host_bytes`] counts).
     pub fn spgemm_size<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: &SpgemmOutput) -> Result<SpgemmSize> {
         self.spgemm_size_with(a, b, out, &PlanOptions::default())
     }
@@ -629,7 +641,8 @@ impl Context {
 
     /// [`Context::plan_spgemm`] with tuning knobs: [`PlanOptions::n_tile_group`] sets how many
     /// output tiles of a block row the plan walks together (and, on a paired plan, the window
-    /// of block columns its pairs are chosen in, at most 64), [`PlanOptions::pair_columns`]
+    /// of block columns its pairs are chosen in: the largest even divisor of the group's
+    /// columns up to 64), [`PlanOptions::pair_columns`]
     /// whether 128×128 C blocks are paired by shared K. SpGEMM does not merge block rows:
     /// [`PlanOptions::merge_rows`] other than `None` or `Some(1)` is
     /// [`Error::UnsupportedMerge`].

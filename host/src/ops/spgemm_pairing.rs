@@ -26,10 +26,13 @@ use crate::pairs::BlockPattern;
 /// Buffers [`row_tiles`] reuses from row to row.
 #[derive(Default)]
 pub(super) struct Scratch {
-    /// The position in the A row of each of the row's pairs, by C block column.
+    /// The position in the A row of each of the row's pairs, by member (C block).
     contrib: Vec<u32>,
-    /// Where each C block column's pairs start in `contrib`.
+    /// Where each member's pairs start in `contrib`.
     start: Vec<u32>,
+    /// Per C block column: `(row + 1, member)` where the column is a member of row `row` (0:
+    /// never), so that a column outside the row's C blocks is told apart without clearing.
+    member_of: Vec<(u32, u32)>,
     /// `(slot value, block column)` of the row's C blocks, by column.
     members: Vec<(u32, u32)>,
     /// `(overlap, x, y)` candidates of one run (positions in `members`).
@@ -135,32 +138,48 @@ pub(super) fn row_tiles(
         natural(&s.members, out);
         return;
     };
-    // The row's pairs bucketed by C column (a counting sort): S_j is
-    // `contrib[start[j]..start[j + 1]]`, the A positions in increasing order.
+    // The row's pairs bucketed by member (a counting sort over the row's C blocks, so a row
+    // costs its pairs and its blocks, not C's width): S of member x is
+    // `contrib[start[x]..start[x + 1]]`, the A positions in increasing order.
+    if s.member_of.len() < b.cols {
+        s.member_of.resize(b.cols, (0, 0));
+    }
+    let stamp = i as u32 + 1;
+    for (x, &(_, j)) in s.members.iter().enumerate() {
+        s.member_of[j as usize] = (stamp, x as u32);
+    }
     let a_row = a.row_ptr[i]..a.row_ptr[i + 1];
     let b_row = |p: u32| {
         let k = a.col_idx[p as usize] as usize;
         b.row_ptr[k]..b.row_ptr[k + 1]
     };
+    let member = |member_of: &[(u32, u32)], q: u32| match member_of[b.col_idx[q as usize] as usize] {
+        (r, x) if r == stamp => Some(x as usize),
+        _ => None, // outside C's pattern in this row
+    };
     s.start.clear();
-    s.start.resize(b.cols + 2, 0);
+    s.start.resize(s.members.len() + 2, 0);
     for p in a_row.clone() {
         for q in b_row(p) {
-            s.start[b.col_idx[q as usize] as usize + 2] += 1;
+            if let Some(x) = member(&s.member_of, q) {
+                s.start[x + 2] += 1;
+            }
         }
     }
-    for j in 2..s.start.len() {
-        s.start[j] += s.start[j - 1];
+    for x in 2..s.start.len() {
+        s.start[x] += s.start[x - 1];
     }
-    // `start[j + 1]` is now where column j's run starts; filling moves it to the run's end,
-    // which is where column j + 1's run starts.
+    // `start[x + 1]` is now where member x's run starts; filling moves it to the run's end,
+    // which is where member x + 1's run starts.
     s.contrib.clear();
-    s.contrib.resize(s.start[b.cols + 1] as usize, 0);
+    s.contrib.resize(s.start[s.members.len() + 1] as usize, 0);
     for p in a_row.clone() {
         for q in b_row(p) {
-            let at = &mut s.start[b.col_idx[q as usize] as usize + 1];
-            s.contrib[*at as usize] = p - a_row.start;
-            *at += 1;
+            if let Some(x) = member(&s.member_of, q) {
+                let at = &mut s.start[x + 1];
+                s.contrib[*at as usize] = p - a_row.start;
+                *at += 1;
+            }
         }
     }
     let window = window.max(2) as u32;
@@ -172,8 +191,7 @@ pub(super) fn row_tiles(
             hi += 1;
         }
         let run = &s.members[lo..hi];
-        let sets: Vec<&[u32]> =
-            run.iter().map(|&(_, j)| &s.contrib[s.start[j as usize] as usize..s.start[j as usize + 1] as usize]).collect();
+        let sets: Vec<&[u32]> = (lo..hi).map(|x| &s.contrib[s.start[x] as usize..s.start[x + 1] as usize]).collect();
         s.cand.clear();
         for x in 0..run.len() {
             for y in x + 1..run.len() {

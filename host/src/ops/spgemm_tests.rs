@@ -710,3 +710,39 @@ fn paired_layout_splits_as_the_unpaired_one() {
     }
     assert!(splits > 0, "seed {seed}: some tiles were split");
 }
+
+/// Pairing windows tile the N-tile groups (a tile's two blocks in one group), at most 64 wide.
+#[test]
+fn pair_windows_tile_the_groups() {
+    for (group, cols, want) in
+        [(8, 64, 8), (16, 64, 16), (96, 1000, 48), (130, 1000, 26), (2, 64, 2), (64, 64, 64), (u64::MAX, 64, 64), (200, 150, 64)]
+    {
+        assert_eq!(pair_window(group, cols), want, "group {group} of {cols}");
+    }
+    for group in (2..400u64).step_by(2) {
+        let w = pair_window(group, 10_000) as u64;
+        assert!(w.is_multiple_of(2) && w <= PAIR_WINDOW_MAX && group.is_multiple_of(w), "group {group}: window {w}");
+    }
+}
+
+/// The planner's split test agrees with `split_tiles` (a paired plan must never be split: the
+/// fix-up kernel writes a split tile's blocks in column order).
+#[test]
+fn splits_any_agrees_with_split_tiles() {
+    let seed = seed("splits_any_agrees_with_split_tiles");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let (mut split, mut whole) = (0, 0);
+    for case in 0..200 {
+        let (mb, kb, nb) = (rng.random_range(1..10usize), rng.random_range(1..40usize), rng.random_range(1..24usize));
+        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
+        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        let rec = walk(&a.pattern(), &b.pattern(), None, &plain(2, true, 1), false).unwrap();
+        for (batch, resident, spr) in [(1u32, 1u32, 1u32), (1, 4, 2), (2, 132, 2), (3, 7, 1), (1, 100_000, 4)] {
+            let wl = split_tiles(&rec.tiles, batch, resident, spr, false).unwrap();
+            let any = splits_any(&rec.tiles, batch, resident, spr);
+            assert_eq!(any, !wl.groups.is_empty(), "seed {seed} case {case}: batch {batch}, resident {resident}, {spr} stages per record");
+            if any { split += 1 } else { whole += 1 }
+        }
+    }
+    assert!(split > 0 && whole > 0, "seed {seed}: both kinds of plan");
+}
