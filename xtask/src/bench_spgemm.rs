@@ -277,9 +277,8 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                     })
                 })
                 .collect::<Vec<_>>();
-            let plans = plans.iter().cloned();
             let outs = [("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)];
-            for ((c_kind, out), (suffix, opts)) in outs.iter().flat_map(|o| plans.clone().map(move |p| (o.clone(), p))) {
+            for ((c_kind, out), (suffix, opts)) in outs.iter().flat_map(|o| plans.iter().map(move |p| (o.clone(), p.clone()))) {
                 let label = format!("{c_kind}{suffix}");
                 let dense_c = matches!(out, SpgemmOutput::Dense);
                 let what = |e: String| format!("spgemm {id}, C {label}: {e}");

@@ -466,10 +466,11 @@ fn pair_window(group_cols: u64, cols: u64) -> usize {
 /// more tiles with no stage to hide a store behind.
 const PAIR_MIN_STAGES_PER_TILE: u64 = 8;
 
-/// The longest record list of one tile that [`split_tiles`] leaves whole: twice a resident
-/// thread block's fair share of the `total` records, at least 8 stages, at most 2²⁴ records (an
-/// item's K, records · bk ≤ 2³¹, stays in the kernels' u32).
-fn split_limit(total: u64, resident: u32, stages_per_record: u32) -> u32 {
+/// The longest record list of one of `tiles` that [`split_tiles`] leaves whole: twice a
+/// resident thread block's fair share of all the records of `batch` matrices, at least 8
+/// stages, at most 2²⁴ records (an item's K, records · bk ≤ 2³¹, stays in the kernels' u32).
+fn split_limit(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32) -> u32 {
+    let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;
     let fair = total.div_ceil(resident.max(1) as u64);
     let min_piece = 8u64.div_ceil(stages_per_record.max(1) as u64);
     (2 * fair).max(min_piece).min(1 << 24) as u32
@@ -477,8 +478,7 @@ fn split_limit(total: u64, resident: u32, stages_per_record: u32) -> u32 {
 
 /// Whether [`split_tiles`] would split any of `tiles`.
 fn splits_any(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32) -> bool {
-    let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;
-    let limit = split_limit(total, resident, stages_per_record);
+    let limit = split_limit(tiles, batch, resident, stages_per_record);
     tiles.iter().any(|t| t[5] - t[4] > limit)
 }
 
@@ -578,9 +578,6 @@ impl Context {
         }
         // The storing pass holds the groups' records and the zipped ones at once.
         let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
-        // A paired walk's tiles, for the storing pass (the pairs are not chosen twice).
-        let pairs = if layout.pair { pre.tiles.clone() } else { Vec::new() };
-        let pre_tiles = pre.tiles.len();
         let rec = zip_groups(pre, &layout, false)?;
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -602,8 +599,11 @@ impl Context {
             + if layout.groups > 1 { 4 * w * rec.n_records + 24 * rec.tiles.len() } else { 0 }
             + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
             + product_bytes
-            + if layout.pair { 24 * pre_tiles } else { 0 };
+            + if layout.pair { 24 * rec.tiles.len() } else { 0 };
         let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.tiles.len(), device_bytes, host_bytes };
+        // A paired walk's tiles, kept for the storing pass (the pairs are not chosen twice); a
+        // paired layout has one column group, so `zip_groups` left them as the walk listed them.
+        let pairs = if layout.pair { rec.tiles } else { Vec::new() };
         Ok((Symbolic { size, product, layout, group_cols, pairs }, choice))
     }
 
@@ -925,8 +925,7 @@ fn group_tiles_by_columns(tiles: &mut [[u32; 6]], first_col: impl Fn(&[u32; 6]) 
 /// Items are ordered matrix by matrix, in the order of `tiles` ([`group_tiles_by_columns`]);
 /// the longest pieces come first where lengths differ a lot.
 fn split_tiles(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: u32, paired: bool) -> Result<WorkList> {
-    let total: u64 = tiles.iter().map(|t| (t[5] - t[4]) as u64).sum::<u64>() * batch as u64;
-    let limit = split_limit(total, resident, stages_per_record);
+    let limit = split_limit(tiles, batch, resident, stages_per_record);
     let mut items = Vec::new();
     items.try_reserve_exact(tiles.len() * batch as usize).map_err(|_| Error::Allocation { what: "work items", elements: tiles.len() })?;
     let mut groups = Vec::new();
