@@ -199,6 +199,58 @@ fn heavy_first_by_group(items: &mut [WorkItem], tile_group: u32) {
     heavy_first(items, |i| (i.blk_end - i.blk_begin) as u64, |i| (i.batch as u64) << 32 | (i.n_tile / tile_group) as u64);
 }
 
+/// The largest N-tile group that [`default_tile_group`] picks where B's strips are not all live
+/// at once. Measured (perf notes v32, 8192³, H100): the sliding-window and block-diagonal masks,
+/// whose live fraction allows 16 or more, ran within −3 … +3 % at 16 tiles of their time at 8
+/// at every block size: no gain was measured past 8.
+pub(crate) const MAX_LIVE_TILE_GROUP: u32 = 8;
+
+/// The mean fraction of B's K extent that a walk over the stream rows in order keeps live: a
+/// K block of B is live from the first row that uses it to the last, and
+///
+/// ```text
+/// live = Σ_k (last(k) − first(k) + 1) / (rows · k_blocks)      (k over the used K blocks)
+/// ```
+///
+/// About 1 for random rows (every K block is used from the first rows to the last), ½ for a
+/// causal mask (K block k from row k on), `band / rows` for a band. 1 where nothing is known
+/// (no rows or no K). `kidx`: each position's K-block index (`row_ptr` indexes it).
+pub(crate) fn b_live_fraction(row_ptr: &[u32], kidx: &[u32], k_blocks: usize) -> f64 {
+    let rows = row_ptr.len().saturating_sub(1);
+    if rows == 0 || k_blocks == 0 {
+        return 1.0;
+    }
+    // (first row, last row) that use each K block; u32::MAX: unused.
+    let mut span = vec![(u32::MAX, 0u32); k_blocks];
+    for (r, w) in row_ptr.windows(2).enumerate() {
+        for &k in kidx.get(w[0] as usize..w[1] as usize).unwrap_or(&[]) {
+            if let Some(s) = span.get_mut(k as usize) {
+                s.0 = s.0.min(r as u32);
+                s.1 = r as u32;
+            }
+        }
+    }
+    let live: u64 = span.iter().filter(|s| s.0 != u32::MAX).map(|s| (s.1 - s.0) as u64 + 1).sum();
+    live as f64 / (rows as f64 * k_blocks as f64)
+}
+
+/// The default N-tile group of an SpMM-like plan ([`RowsSpec::tile_group`]): as many `K × tn`
+/// strips of B (`strip` bytes each) as fit in a sixth of L2 (`l2_bytes`), counting of each strip
+/// the fraction `live` ([`b_live_fraction`]) that the walk keeps live at one time (a third of
+/// one of the two L2 halves, each of which keeps its own copy of what the SMs beside it read:
+/// perf notes v9; the live fraction: v32). Where the live fraction lets more strips fit than
+/// whole strips do, at most [`MAX_LIVE_TILE_GROUP`]. Each group re-reads A from DRAM, so the
+/// larger group pays where A is large (causal masks: v31 item 11).
+pub(crate) fn default_tile_group(l2_bytes: u64, strip: u64, live: f64) -> u32 {
+    let budget = l2_bytes / 6;
+    let whole = (budget / strip.max(1)).clamp(1, u32::MAX as u64) as u32;
+    let live = if live.is_finite() { live.clamp(0.0, 1.0) } else { 1.0 };
+    // Strips whose live parts fit (f64: exact below 2^53, and capped below).
+    let by_live = if live > 0.0 { budget as f64 / (strip.max(1) as f64 * live) } else { f64::INFINITY };
+    let by_live = by_live.min(MAX_LIVE_TILE_GROUP as f64) as u32;
+    whole.max(by_live)
+}
+
 /// The length from which [`heavy_first`] counts an item as heavy: [`heavy_threshold`] of the
 /// items' lengths.
 fn heavy_len<T>(items: &[T], len: impl Fn(&T) -> u64) -> u64 {
@@ -864,5 +916,53 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn live_fraction_of_causal_band_and_random_rows() {
+        // Causal, 64 rows over 64 K blocks: K block k is live from row k to the last row.
+        let n = 64usize;
+        let lens: Vec<u32> = (1..=n as u32).collect();
+        let rp = row_ptr_from_lens(&lens);
+        let kx: Vec<u32> = (0..n as u32).flat_map(|r| 0..=r).collect();
+        let want = (n * (n + 1) / 2) as f64 / (n * n) as f64;
+        assert!((b_live_fraction(&rp, &kx, n) - want).abs() < 1e-12);
+        // A band of ±h: an inner K block is live for 2h + 1 rows.
+        let h = 3usize;
+        let band: Vec<Vec<u32>> = (0..n).map(|r| (r.saturating_sub(h)..(r + h + 1).min(n)).map(|k| k as u32).collect()).collect();
+        let rp = row_ptr_from_lens(&band.iter().map(|b| b.len() as u32).collect::<Vec<_>>());
+        let kx: Vec<u32> = band.concat();
+        let spans: usize = (0..n).map(|k| (k + h + 1).min(n) - k.saturating_sub(h)).sum();
+        assert!((b_live_fraction(&rp, &kx, n) - spans as f64 / (n * n) as f64).abs() < 1e-12);
+        // Random rows between two full ones: every K block is live throughout.
+        let mut rng = seeded_rng(test_seed("live_fraction_of_causal_band_and_random_rows"));
+        let mut rows: Vec<Vec<u32>> = vec![(0..n as u32).collect()];
+        rows.extend((0..10).map(|_| (0..n as u32).filter(|_| rng.random_bool(0.2)).collect()));
+        rows.push((0..n as u32).collect());
+        let rp = row_ptr_from_lens(&rows.iter().map(|b| b.len() as u32).collect::<Vec<_>>());
+        assert_eq!(b_live_fraction(&rp, &rows.concat(), n), 1.0);
+        // Nothing known: 1. Unused K blocks count as not live.
+        assert_eq!(b_live_fraction(&[0], &[], n), 1.0);
+        assert_eq!(b_live_fraction(&[0, 1], &[5], 0), 1.0);
+        assert_eq!(b_live_fraction(&[0, 1, 1], &[5], 8), 1.0 / 16.0);
+    }
+
+    #[test]
+    fn tile_group_counts_the_live_part_of_the_strips() {
+        let l2 = 50u64 << 20;
+        let strip = 8192 * 256 * 2;
+        // Whole strips: the rule of v9 (a sixth of L2 per strip).
+        let whole = (l2 / 6 / strip) as u32;
+        assert_eq!(whole, 2);
+        assert_eq!(default_tile_group(l2, strip, 1.0), whole);
+        // Half live (causal): twice as many; a band: at most the cap; never fewer than whole.
+        assert_eq!(default_tile_group(l2, strip, 0.5), 4);
+        assert_eq!(default_tile_group(l2, strip, 0.05), MAX_LIVE_TILE_GROUP);
+        assert_eq!(default_tile_group(l2, strip, 0.0), MAX_LIVE_TILE_GROUP);
+        assert_eq!(default_tile_group(l2, strip, f64::NAN), whole);
+        // Small strips: the whole-strip rule may pass the cap, and stays.
+        assert_eq!(default_tile_group(l2, strip / 8, 0.1), whole * 8);
+        assert_eq!(default_tile_group(l2, u64::MAX, 1.0), 1);
+        assert_eq!(default_tile_group(l2, 0, 1.0), (l2 / 6) as u32);
     }
 }

@@ -46,8 +46,11 @@ pub struct PlanOptions {
     /// SpMM and SpGEMM: how many N tiles the plan walks together, row by row (each group
     /// re-reads A once, and the thread blocks running at one time share its B columns in L2).
     /// Default: as many `K × tn` strips of B (of B's stored blocks, for SpGEMM) as fit in a
-    /// sixth of the L2 cache; SpGEMM with 128-row blocks on Hopper: all of a row's tiles where
-    /// B's stored blocks fit in half of it.
+    /// sixth of the L2 cache; for SpMM, counting of each strip only the part that the walk
+    /// over A's rows keeps live (a K block from the first row that uses it to the last: about
+    /// half for causal masks, a band's width for banded ones), at most 8 tiles where that
+    /// allows more than whole strips do; SpGEMM with 128-row blocks on Hopper: all of a row's
+    /// tiles where B's stored blocks fit in half of it.
     pub n_tile_group: Option<u32>,
     /// SpMM and dense × sparse: how many adjacent rows of the stream of A's blocks (block rows
     /// of op(A) as the kernel streams it) share one output tile, over the union of their block

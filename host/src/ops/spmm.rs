@@ -35,7 +35,9 @@ use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::merge::{Merged, merge_rows, multiplied_groups, skip_tile_cost, tile_cost};
-use crate::plan::{DeviceWork, RowsSpec, WorkList, heavy_first, plan_rows, row_item_cost, schedule_persistent};
+use crate::plan::{
+    DeviceWork, RowsSpec, WorkList, b_live_fraction, default_tile_group, heavy_first, plan_rows, row_item_cost, schedule_persistent,
+};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -71,6 +73,8 @@ pub struct SpmmPlan {
     device: DeviceWork,
     /// Stream rows per tile, log2 (0: not merged).
     merge_log2: u32,
+    /// N tiles walked together ([`PlanOptions::n_tile_group`]).
+    tile_group: u32,
     /// A merged Hopper plan whose consumer warpgroups skip the stages where their rows hold no
     /// block ([`PlanOptions::skip_absent`]).
     skips: bool,
@@ -110,6 +114,11 @@ impl SpmmPlan {
     /// values).
     pub fn merged_rows(&self) -> usize {
         1 << self.merge_log2
+    }
+    /// How many N tiles the plan walks together, row by row ([`PlanOptions::n_tile_group`]: the
+    /// one asked for or the planner's, at most the N tiles there are).
+    pub fn n_tile_group(&self) -> usize {
+        self.tile_group as usize
     }
     /// Whether the consumer warpgroups of a merged plan on the Hopper kernels pass over the
     /// stages where all of their rows lack a block instead of multiplying zeros
@@ -316,11 +325,12 @@ impl Context {
         })?;
         let resident = self.resident_blocks(choice, kernel)?;
         let tile_group = opts.n_tile_group.unwrap_or_else(|| {
-            // As many K × tn strips of B as fit in a sixth of L2: a third of one of the two L2
-            // halves, each of which keeps its own copy of what the SMs beside it read (perf
-            // notes v9).
+            // B's strips that fit in L2, counting the part of each that the walk over the
+            // stream rows keeps live (`plan::default_tile_group`).
             let strip = (k_total as u64) * tn as u64 * core::mem::size_of::<T>() as u64;
-            ((self.l2_bytes() as u64 / 6) / strip.max(1)).clamp(1, u32::MAX as u64) as u32
+            let kidx = stream.as_ref().map_or(&pat.col_idx_host[..], |(k, _)| &k[..]);
+            let live = b_live_fraction(&row_ptr, kidx, k_total.div_ceil(kb));
+            default_tile_group(self.l2_bytes() as u64, strip, live)
         });
         let stream_dev = match &stream {
             Some((k, b)) if !k.is_empty() => {
@@ -329,9 +339,10 @@ impl Context {
             }
             _ => None,
         };
+        let n_tiles = to_u32("N tiles", n.div_ceil(tn as usize))?;
         let spec = RowsSpec {
             row_ptr: &row_ptr,
-            n_tiles: to_u32("N tiles", n.div_ceil(tn as usize))?,
+            n_tiles,
             batch: to_u32("batch", a.batch)?,
             kb: kb as u32,
             ks: choice.ks(),
@@ -357,6 +368,7 @@ impl Context {
             work,
             device,
             merge_log2,
+            tile_group: tile_group.clamp(1, n_tiles.max(1)),
             skips,
             stream: stream_dev,
             row_map,

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# v32: validate both paths (the N-tile group rule changes plans' walk order).
+set -u
+cd "$(dirname "$0")/../.."
+[ -x target/release/xtask ] || tar xJf target/carry/bins.tar.xz
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}; export PATH=$PATH:/usr/local/cuda/bin
+X=$PWD/target/release/xtask
+L=/tmp/l2; mkdir -p $L; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $L/summary.txt; date >> $L/summary.txt
+step() { local n=$1; shift; local t0=$SECONDS; "$@" > $L/$n.log 2>&1; printf '%-22s rc=%-3s %4ss %s\n' $n $? $((SECONDS-t0)) "$(grep -Eo '[0-9]+ passed, [0-9]+ failed' $L/$n.log | tail -1)" >> $L/summary.txt; (cd $L && tar czf $OUT/logs2.tgz .); }
+step val_hopper $X validate --path hopper
+step val_portable $X validate --path portable
+date >> $L/summary.txt
+(cd $L && tar czf $OUT/logs2.tgz .); cp $L/summary.txt $OUT/
+cat $L/summary.txt
