@@ -166,8 +166,11 @@ pub struct Args {
     /// its clocks under its power cap, where PyTorch's timer measures the peer (its
     /// `do_bench`, then `do_bench_cudagraph` right after): dense cuBLAS, ours and PyTorch are
     /// then all timed at sustained clocks. 0: a burst after 5 launches, which ran the 8192³ rows
-    /// 5–21 % faster (perf notes v28).
-    #[arg(long, default_value_t = 100)]
+    /// 5–21 % faster (perf notes v28). 1000 since v32: with 100 ms (v28–v31) the rows of one
+    /// case read up to 19 % apart for the same plan with their position, the first ones after
+    /// the host's pause between cases above the capped clocks and those about a second later in
+    /// the power controller's dip; with 1000 ms the same plan reads within ±2 % in every row.
+    #[arg(long, default_value_t = 1000)]
     warmup_ms: u64,
     /// Least span of the timed launches, in ms (with a warm-up): more than --reps launches where
     /// they would take less, so that the median covers the capped clocks' swings.
@@ -924,8 +927,8 @@ pub fn run(args: Args) -> Res<bool> {
     if args.peers {
         // Our rows are kept even if the peers run past a time limit (rewritten with theirs).
         write(&report(&rows, &spgemm_rows))?;
-        crate::peers::run(&mut rows, &args.peer_cache);
-        crate::peers::run_spgemm(&mut spgemm_rows, args.peer_timeout);
+        crate::peers::run(&mut rows, &args.peer_cache, args.warmup_ms);
+        crate::peers::run_spgemm(&mut spgemm_rows, args.peer_timeout, args.warmup_ms);
     }
     let report = report(&rows, &spgemm_rows);
     write(&report)?;

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::bench::{Row, SpgemmRow};
 
-/// Fills the peer columns of the rows that carry a peer case.
-pub fn run(rows: &mut [Row], cache: &str) {
+/// Fills the peer columns of the rows that carry a peer case. `warmup_ms`: the least warm-up
+/// of each timing (the bench's `--warmup-ms`, so that the peer runs at the clocks ours ran at).
+pub fn run(rows: &mut [Row], cache: &str, warmup_ms: u64) {
     let cases: Vec<serde_json::Value> = rows.iter().filter_map(|r| r.peer_case.clone()).collect();
     if cases.is_empty() {
         return;
@@ -20,6 +21,7 @@ pub fn run(rows: &mut [Row], cache: &str) {
     let child = Command::new("python3")
         .args(["-c", include_str!("peers.py"), cache])
         .env("PYTHONUNBUFFERED", "1")
+        .env("PEERS_WARMUP_MS", warmup_ms.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -70,7 +72,7 @@ pub fn run(rows: &mut [Row], cache: &str) {
 /// patterns, one python3 per case (so that a case that runs too long, runs out of memory or
 /// breaks the CUDA context is killed or fails alone), killed after `timeout_s`. A case without
 /// a time says why in `peer_error`; nothing is ever filled in by estimate.
-pub fn run_spgemm(rows: &mut [SpgemmRow], timeout_s: u64) {
+pub fn run_spgemm(rows: &mut [SpgemmRow], timeout_s: u64, warmup_ms: u64) {
     let mut cases: Vec<serde_json::Value> = Vec::new();
     for c in rows.iter().filter_map(|r| r.peer_case.as_ref()) {
         if !cases.iter().any(|o| o.get("id") == c.get("id")) {
@@ -80,7 +82,7 @@ pub fn run_spgemm(rows: &mut [SpgemmRow], timeout_s: u64) {
     for case in cases {
         let id = case.get("id").and_then(|v| v.as_str()).unwrap_or("?").to_string();
         eprintln!("peers: spgemm {id} (at most {timeout_s} s)");
-        let result = run_one(&case, timeout_s);
+        let result = run_one(&case, timeout_s, warmup_ms);
         let expect_nnz = case.get("expect_nnz_c").and_then(|v| v.as_u64());
         for r in rows.iter_mut().filter(|r| r.peer_case.as_ref().and_then(|c| c.get("id")) == case.get("id")) {
             match &result {
@@ -123,10 +125,11 @@ fn fill(r: &mut SpgemmRow, v: &serde_json::Value, expect_nnz: Option<u64>) {
 }
 
 /// Runs the script on one case in its own python3, killed after `timeout_s`; its result line.
-fn run_one(case: &serde_json::Value, timeout_s: u64) -> Result<serde_json::Value, String> {
+fn run_one(case: &serde_json::Value, timeout_s: u64, warmup_ms: u64) -> Result<serde_json::Value, String> {
     let mut child = Command::new("python3")
         .args(["-c", include_str!("peers.py"), ""])
         .env("PYTHONUNBUFFERED", "1")
+        .env("PEERS_WARMUP_MS", warmup_ms.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -209,7 +212,7 @@ mod tests {
         {
             return; // a GPU with torch: this is not the place to time it
         }
-        run_spgemm(&mut rows, 60);
+        run_spgemm(&mut rows, 60, 25);
         assert!(rows[0].peer_ms.is_none());
         assert!(rows[0].peer_error.is_some(), "{:?}", rows[0]);
     }
