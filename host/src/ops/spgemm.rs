@@ -213,6 +213,10 @@ impl Layout2 {
     fn group_words(&self) -> usize {
         1 + self.j_per_tile
     }
+    /// C block columns of one output tile.
+    fn tile_cols(&self) -> u64 {
+        (self.groups * self.j_per_tile) as u64
+    }
 }
 
 /// The records of every tile, built by [`walk`] (or only counted).
@@ -525,6 +529,18 @@ impl Context {
         Ok(())
     }
 
+    /// What [`split_tiles`] splits `choice`'s tiles by: the thread blocks of the kernel resident
+    /// at once, and the pipeline stages of one record of `bk`-deep A blocks.
+    fn spgemm_split_params<T: InputElement>(&self, choice: TileChoice, bk: usize) -> Result<(u32, u32)> {
+        let key = KernelKey { op: OpKind::Spgemm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE };
+        let resident = self.resident_blocks(choice, self.kernels.get(key)?)?;
+        let stages_per_record = match choice.family {
+            KernelFamily::Hopper => bk as u32 / WG_K,
+            KernelFamily::Portable => (bk as u32).div_ceil(choice.ks()),
+        };
+        Ok((resident, stages_per_record))
+    }
+
     fn spgemm_symbolic<T: InputElement>(
         &self,
         a: &DeviceBsr<T>,
@@ -542,7 +558,7 @@ impl Context {
         let counts = pairs::count(&ga, &gb, mask.as_ref())?;
         let bn = b.block().bk;
         let mut layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
-        let tile_cols = (layout.groups * layout.j_per_tile) as u64;
+        let tile_cols = layout.tile_cols();
         let group_cols = match opts.n_tile_group {
             Some(g) => g.max(1) as u64 * tile_cols,
             None => {
@@ -565,16 +581,17 @@ impl Context {
         };
         let mut pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
         // A paired plan keeps its tiles whole (the fix-up kernel writes a split tile's columns in
-        // order), and pairs only where its tiles are long enough to gain from it; otherwise the
-        // blocks go in column order. Paired layouts are the Hopper kernels': one persistent
-        // block per SM, `bk / 64` stages per record.
-        let stages_per_record = a.block().bk as u32 / WG_K;
-        if layout.matching
-            && (splits_any(&pre.tiles, to_u32("batch", a.batch)?, self.sm_count(), stages_per_record)
-                || (pre.n_records as u64 * stages_per_record as u64) < PAIR_MIN_STAGES_PER_TILE * pre.tiles.len() as u64)
-        {
-            layout.matching = false;
-            pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+        // order; the test is `split_tiles`'s, with the storing pass's parameters), and pairs only
+        // where its tiles are long enough to gain from it; otherwise the blocks go in column
+        // order.
+        if layout.matching {
+            let (resident, stages_per_record) = self.spgemm_split_params::<T>(choice, a.block().bk)?;
+            if splits_any(&pre.tiles, to_u32("batch", a.batch)?, resident, stages_per_record)
+                || (pre.n_records as u64 * stages_per_record as u64) < PAIR_MIN_STAGES_PER_TILE * pre.tiles.len() as u64
+            {
+                layout.matching = false;
+                pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+            }
         }
         // The storing pass holds the groups' records and the zipped ones at once.
         let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
@@ -674,7 +691,7 @@ impl Context {
         let c_grid = c_pattern.as_deref().map(grid);
         let given = layout.pair.then_some(&sym.pairs[..]);
         let mut rec = zip_groups(walk_pairs(&ga, &gb, c_grid.as_ref(), &layout, true, given)?, &layout, true)?;
-        let tile_cols = (layout.groups * layout.j_per_tile) as u64;
+        let tile_cols = layout.tile_cols();
         let first_col = |t: &[u32; 6]| match &c_grid {
             // A paired tile's first block (its two lie in one window of the group's columns).
             Some(c) if layout.pair => c.col_idx[t[2] as usize] as u64,
@@ -684,13 +701,7 @@ impl Context {
             None => t[1] as u64 * tile_cols,
         };
         group_tiles_by_columns(&mut rec.tiles, first_col, group_cols);
-        let key = KernelKey { op: OpKind::Spgemm, family: choice.family, input: T::DTYPE, tile: choice.tile, output: T::DTYPE };
-        let kernel = self.kernels.get(key)?;
-        let resident = self.resident_blocks(choice, kernel)?;
-        let stages_per_record = match choice.family {
-            KernelFamily::Hopper => a.block().bk as u32 / WG_K,
-            KernelFamily::Portable => (a.block().bk as u32).div_ceil(choice.ks()),
-        };
+        let (resident, stages_per_record) = self.spgemm_split_params::<T>(choice, a.block().bk)?;
         let mut work = split_tiles(&rec.tiles, to_u32("batch", a.batch)?, resident, stages_per_record, layout.pair)?;
         if choice.family == KernelFamily::Hopper {
             schedule_persistent(&mut work, resident, |i| (i.k_end - i.k_begin) as u64 + 1);

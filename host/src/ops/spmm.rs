@@ -340,6 +340,7 @@ impl Context {
             _ => None,
         };
         let n_tiles = to_u32("N tiles", n.div_ceil(tn as usize))?;
+        let tile_group = tile_group.clamp(1, n_tiles.max(1));
         let spec = RowsSpec {
             row_ptr: &row_ptr,
             n_tiles,
@@ -368,7 +369,7 @@ impl Context {
             work,
             device,
             merge_log2,
-            tile_group: tile_group.clamp(1, n_tiles.max(1)),
+            tile_group,
             skips,
             stream: stream_dev,
             row_map,
