@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use blocksparse_abi::{
     BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, HopperParams, KernelFamily, NO_BLOCK, NO_SLOT, OpKind, SpgemmParams, SplitGroup,
-    WG_K, WGMMA_TILES, WorkItem, mma_tile_index, wgmma_tile_index,
+    WG_K, WGMMA_TILES, WgmmaTile, WorkItem, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -40,7 +40,7 @@ use crate::kernels::KernelKey;
 use crate::launch::{Params, launch};
 use crate::matrix::MatMut;
 use crate::pairs::{self, BlockPattern};
-use crate::plan::{DeviceWork, WorkList, heavy_first, schedule_persistent};
+use crate::plan::{DeviceWork, WorkList, heavy_first, schedule_persistent, schedule_persistent_lpt_tail};
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
 // kernels.
@@ -704,7 +704,16 @@ impl Context {
         let (resident, stages_per_record) = self.spgemm_split_params::<T>(choice, a.block().bk)?;
         let mut work = split_tiles(&rec.tiles, to_u32("batch", a.batch)?, resident, stages_per_record, layout.pair)?;
         if choice.family == KernelFamily::Hopper {
-            schedule_persistent(&mut work, resident, |i| (i.k_end - i.k_begin) as u64 + 1);
+            let tile = WGMMA_TILES[choice.tile];
+            if tile.n_split {
+                // The column-split tile's items differ in what their stages move (one or two
+                // B blocks beside each A block): cost them in bytes, and deal the tail longest
+                // first (perf notes v33).
+                let cost = |i: &WorkItem| item_bytes(&rec.words, &layout, tile, a.block().bk, bn, i);
+                schedule_persistent_lpt_tail(&mut work, resident, cost, 2 * resident as usize);
+            } else {
+                schedule_persistent(&mut work, resident, |i| (i.k_end - i.k_begin) as u64 + 1);
+            }
         }
         let (tm, _) = choice.shape();
         let device = DeviceWork::upload(stream, &work, (tm, tn))?;
@@ -928,6 +937,34 @@ fn group_tiles_by_columns(tiles: &mut [[u32; 6]], first_col: impl Fn(&[u32; 6]) 
         let row = t[0] as u64;
         (g, if g.is_multiple_of(2) { row } else { u64::MAX - row })
     });
+}
+
+/// What SpGEMM item `i` of a Hopper plan costs the persistent schedule, in bytes: those its
+/// stages move from L2 to the SM (per record and column group, an A slice of `(tm, bk)` and a
+/// `(bk, bn)` box per B block it holds; a zero-fill tile loads a group's slice only where the
+/// group has a block and group 0 does not already hold the same one, as the kernel's
+/// `loads_a`), plus its C store at 1.5 × a 16-bit tile's bytes (perf notes v21: a 128 × 256
+/// store took the time of two 48 KB stages).
+fn item_bytes(words: &[u32], l: &Layout2, tile: WgmmaTile, bk: usize, bn: usize, i: &WorkItem) -> u64 {
+    let (gw, rw) = (l.group_words().max(1), (l.groups * l.group_words()).max(1));
+    let (a_bytes, b_bytes) = (tile.tm as u64 * bk as u64 * 2, bk as u64 * bn as u64 * 2);
+    let records = words.get(i.k_begin as usize * rw..i.k_end as usize * rw).unwrap_or(&[]);
+    let stages: u64 = records
+        .chunks_exact(rw)
+        .map(|r| {
+            let a0 = r.first().copied().unwrap_or(NO_BLOCK);
+            r.chunks_exact(gw)
+                .enumerate()
+                .map(|(k, grp)| {
+                    let blocks = grp.iter().skip(1).filter(|&&q| q != NO_BLOCK).count() as u64;
+                    let shares_a0 = k > 0 && grp.first() == Some(&a0) && a0 != NO_BLOCK;
+                    let loads_a = !tile.zero_fill || (blocks > 0 && !shares_a0);
+                    blocks * b_bytes + if loads_a { a_bytes } else { 0 }
+                })
+                .sum::<u64>()
+        })
+        .sum();
+    stages + 3 * tile.tm as u64 * tile.tn() as u64
 }
 
 /// The work list of an SpGEMM plan: one item per output tile and matrix, with the tiles whose

@@ -746,3 +746,32 @@ fn splits_any_agrees_with_split_tiles() {
     }
     assert!(split > 0 && whole > 0, "seed {seed}: both kinds of plan");
 }
+
+/// The schedule's item cost counts the bytes a stage loads as the kernels load them: on the
+/// column-split tile the A block and each B block a record holds; on the zero-fill tile a
+/// group's A slice only where it has a block and does not share group 0's, and its boxes.
+#[test]
+fn item_bytes_counts_the_loaded_boxes() {
+    let n = NO_BLOCK;
+    let split = WGMMA_TILES[blocksparse_abi::WGMMA_SPGEMM_TILES[1]];
+    assert!(split.n_split && split.tm == 128);
+    let l = Layout2 { j_per_tile: 2, dense: true, groups: 1, pair: true, matching: true, window: 8 };
+    let words = [0, 1, n, 1, 2, 3, 4, n, 5];
+    let item = |k_begin, k_end| WorkItem { k_begin, k_end, ..Default::default() };
+    let (blk, epi) = (128 * 128 * 2, 3 * 128 * 256);
+    assert_eq!(item_bytes(&words, &l, split, 128, 128, &item(0, 2)), 5 * blk + epi);
+    assert_eq!(item_bytes(&words, &l, split, 128, 128, &item(2, 3)), 2 * blk + epi);
+    assert_eq!(item_bytes(&words, &l, split, 128, 128, &item(1, 1)), epi, "an empty item stores C");
+
+    let grouped = WGMMA_TILES[blocksparse_abi::WGMMA_SPGEMM_TILES[0]];
+    assert!(grouped.zero_fill && grouped.a_groups == 2 && grouped.tm == 64);
+    let l = Layout2 { j_per_tile: 2, dense: true, groups: 2, pair: false, matching: false, window: 0 };
+    #[rustfmt::skip]
+    let words = [
+        5, 1, n,   5, n, 2, // one A block for both groups: one slice, two boxes
+        7, n, n,   8, 3, 4, // group 0 empty; group 1 its slice and two boxes
+        n, n, n,   9, 5, n, // group 1 alone
+    ];
+    let b = 64 * 64 * 2;
+    assert_eq!(item_bytes(&words, &l, grouped, 64, 64, &item(0, 3)), 8 * b + 3 * 64 * 256);
+}
