@@ -464,7 +464,7 @@ pub fn schedule_persistent(work: &mut WorkList, grid: u32, cost: impl Fn(&WorkIt
 pub fn schedule_persistent_lpt_tail(work: &mut WorkList, grid: u32, cost: impl Fn(&WorkItem) -> u64, tail: usize) {
     let n = work.items.len();
     let tail = tail.min(n);
-    work.items[n - tail..].sort_by_key(|i| std::cmp::Reverse(cost(i)));
+    work.items[n - tail..].sort_by_cached_key(|i| std::cmp::Reverse(cost(i)));
     schedule_persistent(work, grid, cost);
 }
 
@@ -794,23 +794,17 @@ mod tests {
     /// item ends at most that item above the mean load; the others keep their head loads.
     #[test]
     fn lpt_tail_schedule_keeps_the_head_and_bounds_the_tail() {
-        let seed = rand::random::<u64>();
-        let mut x = seed | 1;
-        let mut next = move |m: u32| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % m as u64) as u32
-        };
+        let mut rng = seeded_rng(test_seed("lpt_tail_schedule_keeps_the_head_and_bounds_the_tail"));
         for case in 0..200 {
-            let grid = 1 + next(40);
-            let n = next(400) as usize;
-            let tail = next(2 * grid + 2) as usize;
+            let grid = rng.random_range(1..=40u32);
+            let n = rng.random_range(0..400usize);
+            let tail = rng.random_range(0..2 * grid as usize + 2);
+            let longest = if case % 2 == 0 { 8 } else { 60 };
             let items: Vec<WorkItem> = (0..n as u32)
-                .map(|i| WorkItem { tile_row: i, k_begin: 0, k_end: 1 + next(if case % 2 == 0 { 8 } else { 60 }), ..Default::default() })
+                .map(|i| WorkItem { tile_row: i, k_begin: 0, k_end: rng.random_range(1..=longest), ..Default::default() })
                 .collect();
             let cost = |i: &WorkItem| (i.k_end - i.k_begin) as u64 + 1;
-            let what = format!("seed {seed} case {case}: grid {grid}, {n} items, tail {tail}");
+            let what = format!("case {case}: grid {grid}, {n} items, tail {tail}");
             let mut w = WorkList { items: items.clone(), groups: Vec::new(), n_slots: 0, max_item_blocks: 0, schedule: Vec::new() };
             schedule_persistent_lpt_tail(&mut w, grid, cost, tail);
             let mut got = w.items.clone();
