@@ -425,6 +425,7 @@ const _: () = {
         assert!(WGMMA_TILES[i].tm == WGMMA_TILE_ROWS[i] && WGMMA_TILES[i].a_groups == 1);
         let g = WGMMA_TILES[WGMMA_SPGEMM_TILES[i]];
         assert!(g.tm == WGMMA_TILE_ROWS[i] && (g.a_groups > 1 || g.zero_fill) != g.n_split);
+        assert!(g.a_groups as usize <= MAX_A_GROUPS);
         i += 1;
     }
 };
@@ -732,6 +733,93 @@ pub struct SpgemmParams {
     pub out: DenseOut,
     /// A block-sparse C (`(bm, bn)` blocks).
     pub blocks: BlockOut,
+}
+
+/// Column groups of a grouped (`zero_fill`) Hopper tile at most (`tn / 128`).
+pub const MAX_A_GROUPS: usize = 2;
+
+/// One 64-deep stage of a Hopper SpGEMM record as the kernel's producer reads it: each column
+/// group's A block ([`NO_BLOCK`] where the group's list has ended) and the tile's B boxes that
+/// hold a block (bit `j`: box `j`, tile columns `64 j ..`). What the stage loads, and so the
+/// bytes its full barrier expects, follows from it; the host planner costs its items with the
+/// same functions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpgemmStage {
+    /// Per column group, its A block.
+    pub a_blk: [u32; MAX_A_GROUPS],
+    /// The boxes that hold a B block.
+    pub boxes: u32,
+}
+
+impl SpgemmStage {
+    /// Columns of one column group of tile `t`'s records: 128 on the grouped tiles, the whole
+    /// tile otherwise.
+    pub const fn group_cols(t: WgmmaTile) -> u32 {
+        t.tn() / t.a_groups
+    }
+
+    /// Record word of B box `j` (tile columns `64 j ..`) of a record of column groups of `gw`
+    /// words, each over `group_cols` columns: in group `64 j / group_cols`, block
+    /// `(64 j mod group_cols) / bn` of it.
+    pub const fn box_word(j: u32, gw: u32, bn_log2: u32, group_cols: u32) -> u32 {
+        let col = j * BOX;
+        (col / group_cols) * gw + 1 + ((col % group_cols) >> bn_log2)
+    }
+
+    /// Whether every column group of a zero-fill stage meets the same A block (the planner
+    /// lists such records together, perf notes v27): its A slice is then loaded once, into
+    /// group 0's slice.
+    pub const fn a_shared(&self, t: WgmmaTile) -> bool {
+        let mut shared = t.zero_fill && t.a_groups > 1 && self.a_blk[0] != NO_BLOCK;
+        let mut g = 1;
+        while g < t.a_groups as usize && g < MAX_A_GROUPS {
+            shared &= self.a_blk[g] == self.a_blk[0];
+            g += 1;
+        }
+        shared
+    }
+
+    /// Whether a zero-fill stage loads column group `g`'s A slice: where the group has a
+    /// present B box, and not where it shares group 0's ([`SpgemmStage::a_shared`]).
+    pub const fn loads_a(&self, t: WgmmaTile, g: u32) -> bool {
+        let per_group = Self::group_cols(t) / BOX;
+        (self.boxes >> (g * per_group)) & ((1 << per_group) - 1) != 0 && !(g > 0 && self.a_shared(t))
+    }
+
+    /// On the column-split tile (`n_split`), the consumer warpgroups whose 128 columns (boxes
+    /// `2 c, 2 c + 1`) hold a block of the stage: bit `c`. The others skip the stage, and their
+    /// boxes are not loaded.
+    pub const fn split_consumers(&self, t: WgmmaTile) -> u32 {
+        let (mut mask, mut c) = (0, 0);
+        while c < t.consumers() {
+            if (self.boxes >> (2 * c)) & 3 != 0 {
+                mask |= 1 << c;
+            }
+            c += 1;
+        }
+        mask
+    }
+
+    /// The bytes the stage loads on tile `t`: on a zero-fill tile its present boxes and the A
+    /// slices [`SpgemmStage::loads_a`] names; on the column-split tile the A slice and both
+    /// boxes of each consumer that multiplies it; otherwise the whole stage.
+    pub const fn bytes(&self, t: WgmmaTile) -> u32 {
+        if t.zero_fill {
+            let mut bytes = self.boxes.count_ones() * t.box_bytes();
+            let mut g = 0;
+            while g < t.a_groups {
+                if self.loads_a(t, g) {
+                    bytes += t.a_group_bytes();
+                }
+                g += 1;
+            }
+            bytes
+        } else if t.n_split {
+            t.a_stage_bytes() + self.split_consumers(t).count_ones() * 2 * t.box_bytes()
+        } else {
+            t.stage_bytes()
+        }
+    }
 }
 
 /// Where a fix-up kernel writes: [`FixupParams::out`] (a dense C, SpMM).

@@ -25,8 +25,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, HopperParams, KernelFamily, NO_BLOCK, NO_SLOT, OpKind, SpgemmParams, SplitGroup,
-    WG_K, WGMMA_TILES, WgmmaTile, WorkItem, mma_tile_index, wgmma_tile_index,
+    BOX, BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_A_GROUPS, NO_BLOCK, NO_SLOT, OpKind,
+    SpgemmParams, SpgemmStage, SplitGroup, WG_K, WGMMA_TILES, WgmmaTile, WorkItem, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -470,6 +470,23 @@ fn pair_window(group_cols: u64, cols: u64) -> usize {
 /// more tiles with no stage to hide a store behind.
 const PAIR_MIN_STAGES_PER_TILE: u64 = 8;
 
+/// The fewest tiles a paired plan of `rows` block rows can have: two C blocks to a tile, over
+/// every block of a dense C of `cols` block columns or of the given C pattern `c`.
+fn min_paired_tiles(rows: usize, cols: usize, c: Option<&BlockPattern>) -> u64 {
+    match c {
+        None => rows as u64 * cols.div_ceil(2) as u64,
+        Some(c) => c.row_ptr.windows(2).map(|w| ((w[1] - w[0]) as u64).div_ceil(2)).sum(),
+    }
+}
+
+/// Whether a paired plan of a product with `pairs` block pairs and at least `min_tiles` tiles
+/// could average [`PAIR_MIN_STAGES_PER_TILE`] stages a tile: each record holds at least one pair,
+/// so its records are at most the pairs. Where it cannot, the planner's rule would reject the
+/// pairing after running it (the records' count only falls with pairing).
+fn may_reach_pair_stages(pairs: usize, min_tiles: u64, stages_per_record: u32) -> bool {
+    pairs as u64 * stages_per_record as u64 >= PAIR_MIN_STAGES_PER_TILE * min_tiles
+}
+
 /// The longest record list of one of `tiles` that [`split_tiles`] leaves whole: twice a
 /// resident thread block's fair share of all the records of `batch` matrices, at least 8
 /// stages, at most 2²⁴ records (an item's K, records · bk ≤ 2³¹, stays in the kernels' u32).
@@ -579,11 +596,18 @@ impl Context {
             (SpgemmOutput::Mask(_), _) => mask,
             _ => None,
         };
-        let mut pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
         // A paired plan keeps its tiles whole (the fix-up kernel writes a split tile's columns in
         // order; the test is `split_tiles`'s, with the storing pass's parameters), and pairs only
         // where its tiles are long enough to gain from it; otherwise the blocks go in column
-        // order.
+        // order. Where the pairs alone show that its tiles cannot be long enough, the matching
+        // is not run at all.
+        if layout.matching {
+            let (_, stages_per_record) = self.spgemm_split_params::<T>(choice, a.block().bk)?;
+            if !may_reach_pair_stages(counts.pairs, min_paired_tiles(a.pattern.block_rows(), gb.cols, c_grid.as_ref()), stages_per_record) {
+                layout.matching = false;
+            }
+        }
+        let mut pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
         if layout.matching {
             let (resident, stages_per_record) = self.spgemm_split_params::<T>(choice, a.block().bk)?;
             if splits_any(&pre.tiles, to_u32("batch", a.batch)?, resident, stages_per_record)
@@ -940,28 +964,30 @@ fn group_tiles_by_columns(tiles: &mut [[u32; 6]], first_col: impl Fn(&[u32; 6]) 
 }
 
 /// What SpGEMM item `i` of a Hopper plan costs the persistent schedule, in bytes: those its
-/// stages move from L2 to the SM (per record and column group, an A slice of `(tm, bk)` and a
-/// `(bk, bn)` box per B block it holds; a zero-fill tile loads a group's slice only where the
-/// group has a block and group 0 does not already hold the same one, as the kernel's
-/// `loads_a`), plus its C store at 1.5 × a 16-bit tile's bytes (perf notes v21: a 128 × 256
-/// store took the time of two 48 KB stages).
+/// stages move from L2 to the SM, each stage of each record counted as the kernel's producer
+/// loads it ([`SpgemmStage::bytes`]: on the column-split tile the A slice and the boxes of the
+/// consumers that multiply it, on a zero-fill tile the present boxes and the A slices it
+/// needs), plus its C store at 1.5 × a 16-bit tile's bytes (perf notes v21: a 128 × 256 store
+/// took the time of two 48 KB stages).
 fn item_bytes(words: &[u32], l: &Layout2, tile: WgmmaTile, bk: usize, bn: usize, i: &WorkItem) -> u64 {
     let (gw, rw) = (l.group_words().max(1), (l.groups * l.group_words()).max(1));
-    let (a_bytes, b_bytes) = (tile.tm as u64 * bk as u64 * 2, bk as u64 * bn as u64 * 2);
+    let (bn_log2, group_cols) = (bn.trailing_zeros(), SpgemmStage::group_cols(tile));
+    let stages_per_record = (bk as u64 / WG_K as u64).max(1);
     let records = words.get(i.k_begin as usize * rw..i.k_end as usize * rw).unwrap_or(&[]);
     let stages: u64 = records
         .chunks_exact(rw)
         .map(|r| {
-            let a0 = r.first().copied().unwrap_or(NO_BLOCK);
-            r.chunks_exact(gw)
-                .enumerate()
-                .map(|(k, grp)| {
-                    let blocks = grp.iter().skip(1).filter(|&&q| q != NO_BLOCK).count() as u64;
-                    let shares_a0 = k > 0 && grp.first() == Some(&a0) && a0 != NO_BLOCK;
-                    let loads_a = !tile.zero_fill || (blocks > 0 && !shares_a0);
-                    blocks * b_bytes + if loads_a { a_bytes } else { 0 }
-                })
-                .sum::<u64>()
+            let mut s = SpgemmStage { a_blk: [NO_BLOCK; MAX_A_GROUPS], boxes: 0 };
+            for (g, a) in s.a_blk.iter_mut().enumerate().take(l.groups) {
+                *a = r.get(g * gw).copied().unwrap_or(NO_BLOCK);
+            }
+            for j in 0..tile.tn() / BOX {
+                let w = SpgemmStage::box_word(j, gw as u32, bn_log2, group_cols) as usize;
+                if r.get(w).is_some_and(|&q| q != NO_BLOCK) {
+                    s.boxes |= 1 << j;
+                }
+            }
+            stages_per_record * s.bytes(tile) as u64
         })
         .sum();
     stages + 3 * tile.tm as u64 * tile.tn() as u64

@@ -588,6 +588,12 @@ fn paired_walk_covers_every_block_once() {
                 let again = walk_pairs(&ga, &gb, cp.as_ref(), &l, true, Some(&counted.tiles)).unwrap();
                 assert_eq!((&again.words, &again.tiles), (&rec.words, &rec.tiles), "{what}: the storing pass with given pairs");
                 assert_eq!(rec.words.len(), 3 * rec.n_records, "{what}: words per record");
+                // The planner's bound that skips the matching: at most a record per pair, at
+                // least half a tile per C block.
+                let pairs = crate::pairs::count(&ga, &gb, cp.as_ref()).unwrap().pairs;
+                assert!(rec.n_records <= pairs, "{what}: {} records of {pairs} pairs", rec.n_records);
+                let min_tiles = min_paired_tiles(mb, nb, cp.as_ref());
+                assert!(min_tiles <= rec.tiles.len() as u64, "{what}: {} tiles, bound {min_tiles}", rec.tiles.len());
                 // The C block column of a slot value.
                 let col = |m: u32| c.as_ref().map_or(m as usize, |c| c.col_idx[m as usize] as usize);
                 let mut slot_of: HashMap<(usize, usize), (usize, usize)> = HashMap::new(); // (row, column) -> (tile, slot)
@@ -762,6 +768,13 @@ fn item_bytes_counts_the_loaded_boxes() {
     assert_eq!(item_bytes(&words, &l, split, 128, 128, &item(0, 2)), 5 * blk + epi);
     assert_eq!(item_bytes(&words, &l, split, 128, 128, &item(2, 3)), 2 * blk + epi);
     assert_eq!(item_bytes(&words, &l, split, 128, 128, &item(1, 1)), epi, "an empty item stores C");
+    // 64-wide C blocks on the column-split tile: a consumer that multiplies a stage loads both
+    // of its boxes, one of them absent or not (as the kernel's producer does).
+    let l = Layout2 { j_per_tile: 4, dense: true, groups: 1, pair: false, matching: false, window: 0 };
+    let words = [0, 1, n, n, n, 1, 2, 3, n, 4];
+    let (a64, box64) = (128 * 64 * 2, 64 * 64 * 2);
+    assert_eq!(item_bytes(&words, &l, split, 64, 64, &item(0, 1)), a64 + 2 * box64 + epi);
+    assert_eq!(item_bytes(&words, &l, split, 64, 64, &item(1, 2)), a64 + 4 * box64 + epi);
 
     let grouped = WGMMA_TILES[blocksparse_abi::WGMMA_SPGEMM_TILES[0]];
     assert!(grouped.zero_fill && grouped.a_groups == 2 && grouped.tm == 64);

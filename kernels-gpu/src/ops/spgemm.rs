@@ -162,37 +162,16 @@ mod hopper {
     use crate::core::work::ItemCursor;
     use crate::ptx::opaque;
     use crate::ptx_sm90::prefetch_l2;
-    use blocksparse_abi::{BOX, WG_K, WG_M, WG_N, WGMMA_SPGEMM_TILES, WGMMA_TILES, WgmmaTile, WorkParams};
+    use blocksparse_abi::{BOX, MAX_A_GROUPS, SpgemmStage, WG_K, WG_M, WG_N, WgmmaTile, WorkParams};
 
-    /// Column groups of a grouped tile at most (`tn / 128`).
-    const MAX_GROUPS: usize = 2;
-    const _: () = assert!(WGMMA_TILES[WGMMA_SPGEMM_TILES[0]].a_groups as usize <= MAX_GROUPS);
-
-    /// One stage: 64 K of one record: each column group's A block (`NO_BLOCK`: its list has
-    /// ended), and `boxes`, bit `j` set where B box `j` (tile columns `64 j ..`) holds a block.
+    /// One stage: 64 K of one record (`kin` into its blocks), what it holds (`s`: each column
+    /// group's A block and the B boxes that hold a block).
     #[derive(Clone, Copy)]
     pub struct Stage {
         batch: u32,
         record: u32,
         kin: u32,
-        a_blk: [u32; MAX_GROUPS],
-        boxes: u32,
-    }
-
-    /// Columns of one column group of tile `t`'s records: 128 on the grouped tiles, the whole
-    /// tile otherwise.
-    #[inline(always)]
-    const fn group_cols(t: WgmmaTile) -> u32 {
-        t.tn() / t.a_groups
-    }
-
-    /// Record word of B box `j` (tile columns `64 j ..`) of a record of `groups` column groups
-    /// of `gw` words over the tile's `tn` columns: in group `64 j / (tn / groups)`, block
-    /// `(64 j mod (tn / groups)) / bn` of it.
-    #[inline(always)]
-    fn box_word(j: u32, gw: u32, bn_log2: u32, group_cols: u32) -> u32 {
-        let col = j * BOX;
-        (col / group_cols) * gw + 1 + ((col % group_cols) >> bn_log2)
+        s: SpgemmStage,
     }
 
     /// The producer's stream: each item's records in order, `bk / 64` stages each, every
@@ -213,28 +192,6 @@ mod hopper {
         /// Whether this producer prefetches the items' records (the first one only: the
         /// others walk the same items).
         prefetches: bool,
-    }
-
-    /// Whether every column group of zero-fill stage `s` meets the same A block (the planner
-    /// lists such records together, perf notes v27): its A slice is then loaded once, into
-    /// group 0's slice ([`MASK_A_SHARED`]).
-    #[inline(always)]
-    fn a_shared(s: &Stage, t: WgmmaTile) -> bool {
-        let mut shared = t.zero_fill && t.a_groups > 1 && s.a_blk[0] != NO_BLOCK;
-        let mut g = 1;
-        while g < t.a_groups as usize && g < MAX_GROUPS {
-            shared &= s.a_blk[g] == s.a_blk[0];
-            g += 1;
-        }
-        shared
-    }
-
-    /// Whether zero-fill stage `s` loads column group `g`'s A slice: where the group has a
-    /// present B box, and not where it shares group 0's ([`a_shared`]).
-    #[inline(always)]
-    fn loads_a(s: &Stage, t: WgmmaTile, g: u32) -> bool {
-        let per_group = group_cols(t) / BOX;
-        (s.boxes >> (g * per_group)) & ((1 << per_group) - 1) != 0 && !(g > 0 && a_shared(s, t))
     }
 
     /// Prefetches the records of `item` into L2.
@@ -285,9 +242,9 @@ mod hopper {
             // cannot spare.
             let (bn_log2, gw) = (opaque(p.bn_log2), opaque(p.group_words));
             let groups = p.rec_words / gw;
-            let mut a_blk = [NO_BLOCK; MAX_GROUPS];
+            let mut a_blk = [NO_BLOCK; MAX_A_GROUPS];
             let mut g = 0;
-            while g < MAX_GROUPS {
+            while g < MAX_A_GROUPS {
                 if (g as u32) < groups {
                     a_blk[g] = unsafe { record_word(p, r, g as u32 * gw) };
                 }
@@ -296,12 +253,12 @@ mod hopper {
             let mut boxes = 0;
             let mut j = 0;
             while j < self.t.tn() / BOX {
-                if unsafe { record_word(p, r, box_word(j, gw, bn_log2, group_cols(self.t))) } != NO_BLOCK {
+                if unsafe { record_word(p, r, SpgemmStage::box_word(j, gw, bn_log2, SpgemmStage::group_cols(self.t))) } != NO_BLOCK {
                     boxes |= 1 << j;
                 }
                 j += 1;
             }
-            Some(Stage { batch: self.item.batch, record: r, kin, a_blk, boxes })
+            Some(Stage { batch: self.item.batch, record: r, kin, s: SpgemmStage { a_blk, boxes } })
         }
     }
 
@@ -349,28 +306,9 @@ mod hopper {
         /// `j`), which alone are loaded, with the A slices of the groups that hold one.
         #[inline(always)]
         unsafe fn consumers(&self, _p: &SpgemmParams, s: &Stage, t: WgmmaTile) -> (u32, u32) {
-            if t.zero_fill {
-                let mut bytes = s.boxes.count_ones() * t.box_bytes();
-                let mut g = 0;
-                while g < t.a_groups {
-                    if loads_a(s, t, g) {
-                        bytes += t.a_group_bytes();
-                    }
-                    g += 1;
-                }
-                return (s.boxes | if a_shared(s, t) { MASK_A_SHARED } else { 0 }, bytes);
-            }
-            let mut mask = 0;
-            let mut bytes = t.a_stage_bytes();
-            let mut c = 0;
-            while c < t.consumers() {
-                if (s.boxes >> (2 * c)) & 3 != 0 {
-                    mask |= 1 << c;
-                    bytes += 2 * t.box_bytes();
-                }
-                c += 1;
-            }
-            (mask, bytes)
+            let s = s.s;
+            let mask = if t.zero_fill { s.boxes | if s.a_shared(t) { MASK_A_SHARED } else { 0 } } else { s.split_consumers(t) };
+            (mask, s.bytes(t))
         }
 
         #[inline(always)]
@@ -387,11 +325,11 @@ mod hopper {
             unsafe {
                 let mut g = 0;
                 while g < t.a_groups {
-                    if t.zero_fill && !loads_a(s, t, g) {
+                    if t.zero_fill && !s.s.loads_a(t, g) {
                         g += 1;
                         continue;
                     }
-                    let blk = s.a_blk[g as usize];
+                    let blk = s.s.a_blk[g as usize];
                     let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
                     let a_slot = Slot { a: slot.a + g * t.a_group_bytes(), b: slot.b };
                     load_a(maps, t, false, a_slot, s.kin, row, s.batch, full);
@@ -400,14 +338,14 @@ mod hopper {
                 let mut j = 0;
                 while j < t.tn() / BOX {
                     let n = (j * BOX) & ((1 << bn_log2) - 1);
-                    let row = if (s.boxes >> j) & 1 != 0 {
-                        (record_word(p, s.record, box_word(j, gw, bn_log2, group_cols(t))) << p.bk_log2) + s.kin
+                    let row = if (s.s.boxes >> j) & 1 != 0 {
+                        (record_word(p, s.record, SpgemmStage::box_word(j, gw, bn_log2, SpgemmStage::group_cols(t))) << p.bk_log2) + s.kin
                     } else {
                         p.b_rows
                     };
                     // A consumer that skips the stage (column-split tile) reads none of its boxes;
                     // a zero-fill tile loads the present boxes only.
-                    let wanted = if t.zero_fill { (s.boxes >> j) & 1 } else { (consumers >> (j / 2)) & 1 };
+                    let wanted = if t.zero_fill { (s.s.boxes >> j) & 1 } else { (consumers >> (j / 2)) & 1 };
                     if wanted != 0 {
                         load_b_box(maps, t, false, slot, j, n, row, s.batch, full);
                     }
