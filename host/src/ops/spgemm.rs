@@ -235,30 +235,37 @@ struct Records {
 /// stored when `store` (the tiles are listed either way). `c` is C's pattern for a block-sparse
 /// C (`None`: dense).
 fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout2, store: bool) -> Result<Records> {
-    walk_pairs(a, b, c, l, store, None)
+    walk_pairs(a, b, c, l, store.then_some(0), None)
 }
 
 /// [`walk`], on a paired layout with the tiles of an earlier walk of the same product and layout
-/// (`pairs`, in row order) instead of pairing the rows again.
+/// (`given`, in row order) instead of pairing the rows again; `store` is `Some` (with the
+/// records' count where the counting pass knows it, for one allocation) to store the records.
 fn walk_pairs(
     a: &BlockPattern,
     b: &BlockPattern,
     c: Option<&BlockPattern>,
     l: &Layout2,
-    store: bool,
+    store: Option<usize>,
     given: Option<&[[u32; 6]]>,
 ) -> Result<Records> {
     let jt = l.j_per_tile;
     let w = 1 + jt;
     let mut out = Records::default();
+    // Storing: the records' words, allocated once where the caller knows their count.
+    if let Some(records) = store {
+        out.words.reserve_exact(records * w);
+    }
+    let store = store.is_some();
     // Per C column: its tile and column within the tile in the current row (block-sparse C),
     // stamped with the row.
     let by_pos = l.pair || !l.dense;
     let mut pos = vec![(u32::MAX, 0u32, 0u32); if by_pos { b.cols } else { 0 }];
     let n_tiles_dense = b.cols.div_ceil(jt);
-    let mut tile_recs: Vec<Vec<u32>> = Vec::new();
     let mut last_p: Vec<u32> = Vec::new();
     let mut count_recs: Vec<usize> = Vec::new();
+    // Storing: per tile of the row, its next record's index in `out.words` (by records).
+    let mut next_rec: Vec<usize> = Vec::new();
     // A paired layout's tiles of the current row.
     let (mut scratch, mut pairs) = (pairing::Scratch::default(), Vec::new());
     let mut given_at = 0;
@@ -296,50 +303,41 @@ fn walk_pairs(
         if last_p.len() < n_tiles {
             last_p.resize(n_tiles, u32::MAX);
             count_recs.resize(n_tiles, 0);
-            if store {
-                tile_recs.resize_with(n_tiles, Vec::new);
-            }
+            next_rec.resize(n_tiles, 0);
         }
+        let dense_jt = (!by_pos).then_some(jt);
+        // Count each tile's records (a record per A block that meets the tile).
         last_p[..n_tiles].fill(u32::MAX);
         count_recs[..n_tiles].fill(0);
+        row_pairs(a, b, i, dense_jt, &pos, &mut |p, _, t, _| {
+            if last_p[t] != p as u32 {
+                last_p[t] = p as u32;
+                count_recs[t] += 1;
+            }
+        });
         if store {
-            tile_recs[..n_tiles].iter_mut().for_each(Vec::clear);
-        }
-        for p in a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize {
-            let k = a.col_idx[p] as usize;
-            for q in b.row_ptr[k] as usize..b.row_ptr[k + 1] as usize {
-                let j = b.col_idx[q] as usize;
-                let (t, s) = if !by_pos {
-                    (j / jt, j % jt)
-                } else {
-                    let (row, t, s) = pos[j];
-                    if row != i as u32 {
-                        continue; // outside the mask
-                    }
-                    (t as usize, s as usize)
-                };
+            // The row's tiles' records side by side in `out.words`, tile by tile: fill them in
+            // place.
+            let mut at = out.n_records;
+            for t in 0..n_tiles {
+                next_rec[t] = at;
+                at += count_recs[t];
+            }
+            out.words.resize(at * w, NO_BLOCK);
+            last_p[..n_tiles].fill(u32::MAX);
+            let words = &mut out.words;
+            row_pairs(a, b, i, dense_jt, &pos, &mut |p, q, t, s| {
                 if last_p[t] != p as u32 {
                     last_p[t] = p as u32;
-                    count_recs[t] += 1;
-                    if store {
-                        let r = &mut tile_recs[t];
-                        r.push(p as u32);
-                        r.extend(std::iter::repeat_n(NO_BLOCK, jt));
-                    }
+                    words[next_rec[t] * w] = p as u32;
+                    next_rec[t] += 1;
                 }
-                if store {
-                    let r = &mut tile_recs[t];
-                    let base = r.len() - w;
-                    r[base + 1 + s] = q as u32;
-                }
-            }
+                words[(next_rec[t] - 1) * w + 1 + s] = q as u32;
+            });
         }
         for t in 0..n_tiles {
             let first = out.n_records;
             out.n_records += count_recs[t];
-            if store {
-                out.words.extend_from_slice(&tile_recs[t]);
-            }
             let (cb, ce) = if l.pair {
                 (pairs[t][0] as usize, pairs[t][1] as usize)
             } else if l.dense {
@@ -357,6 +355,36 @@ fn walk_pairs(
     Ok(out)
 }
 
+/// Calls `f(p, q, t, s)` for each pair of block row `i` (A block `p`, B block `q`) that lands
+/// in a tile: in tile `t`, slot `s`. With `dense_jt`, a dense C's tiles of `jt` columns; else
+/// as `pos` places C's column `j` in row `i` (`pos[j] = (i, t, s)`; other rows' entries are
+/// columns outside the row's blocks). The A blocks come in increasing `p`.
+#[inline]
+fn row_pairs(
+    a: &BlockPattern,
+    b: &BlockPattern,
+    i: usize,
+    dense_jt: Option<usize>,
+    pos: &[(u32, u32, u32)],
+    f: &mut impl FnMut(usize, usize, usize, usize),
+) {
+    for p in a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize {
+        let k = a.col_idx[p] as usize;
+        for q in b.row_ptr[k] as usize..b.row_ptr[k + 1] as usize {
+            let j = b.col_idx[q] as usize;
+            match dense_jt {
+                Some(jt) => f(p, q, j / jt, j % jt),
+                None => {
+                    let (row, t, s) = pos[j];
+                    if row == i as u32 {
+                        f(p, q, t as usize, s as usize);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Joins the column groups of each tile: `l.groups` consecutive group tiles of one row become
 /// one tile whose record `s` holds one record of each group, or `NO_BLOCK` words where that
 /// group's list has ended (a row's last tile may lack groups: they are all padding), as many
@@ -370,6 +398,22 @@ fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
     }
     let (g, gw) = (l.groups, l.group_words());
     let mut out = Records::default();
+    if words {
+        // The zipped records, as many per tile as its longest group list: allocated once.
+        let (mut total, mut at) = (0, 0);
+        while at < rec.tiles.len() {
+            let (row, tile) = (rec.tiles[at][0], rec.tiles[at][1] as usize / g);
+            let mut len = 0;
+            while at < rec.tiles.len() && rec.tiles[at][0] == row && rec.tiles[at][1] as usize / g == tile {
+                len = len.max((rec.tiles[at][5] - rec.tiles[at][4]) as usize);
+                at += 1;
+            }
+            total += len;
+        }
+        out.words.reserve_exact(total * g * gw);
+    }
+    // Two groups' records left after the shared ones (kept across tiles).
+    let (mut left0, mut left1) = (Vec::new(), Vec::new());
     let mut at = 0;
     while at < rec.tiles.len() {
         let [row, t0, cb, _, _, _] = rec.tiles[at];
@@ -393,7 +437,8 @@ fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
                 // order. As many stages as the longer list either way; each list is in A's
                 // order (word 0 increasing).
                 let (mut i, mut j) = (m0[4], m1[4]);
-                let (mut left0, mut left1) = (Vec::new(), Vec::new());
+                left0.clear();
+                left1.clear();
                 while i < m0[5] && j < m1[5] {
                     let (p0, p1) = (rec.words[i as usize * gw], rec.words[j as usize * gw]);
                     if p0 == p1 {
@@ -445,6 +490,8 @@ struct Symbolic {
     group_cols: u64,
     /// A paired layout's tiles as the counting pass chose them (empty otherwise).
     pairs: Vec<[u32; 6]>,
+    /// The walk's records before the groups are zipped (what the storing walk allocates).
+    walk_records: usize,
 }
 
 /// Block columns of C over which a paired plan's blocks are matched at most
@@ -619,6 +666,7 @@ impl Context {
         }
         // The storing pass holds the groups' records and the zipped ones at once.
         let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
+        let walk_records = pre.n_records;
         let rec = zip_groups(pre, &layout, false)?;
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -645,7 +693,7 @@ impl Context {
         // A paired walk's tiles, kept for the storing pass (the pairs are not chosen twice); a
         // paired layout has one column group, so `zip_groups` left them as the walk listed them.
         let pairs = if layout.pair { rec.tiles } else { Vec::new() };
-        Ok((Symbolic { size, product, layout, group_cols, pairs }, choice))
+        Ok((Symbolic { size, product, layout, group_cols, pairs, walk_records }, choice))
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
@@ -714,7 +762,8 @@ impl Context {
         };
         let c_grid = c_pattern.as_deref().map(grid);
         let given = layout.pair.then_some(&sym.pairs[..]);
-        let mut rec = zip_groups(walk_pairs(&ga, &gb, c_grid.as_ref(), &layout, true, given)?, &layout, true)?;
+        let walked = walk_pairs(&ga, &gb, c_grid.as_ref(), &layout, Some(sym.walk_records), given)?;
+        let mut rec = zip_groups(walked, &layout, true)?;
         let tile_cols = layout.tile_cols();
         let first_col = |t: &[u32; 6]| match &c_grid {
             // A paired tile's first block (its two lie in one window of the group's columns).

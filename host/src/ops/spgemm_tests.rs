@@ -585,7 +585,7 @@ fn paired_walk_covers_every_block_once() {
                 let counted = walk(&ga, &gb, cp.as_ref(), &l, false).unwrap();
                 assert_eq!((counted.n_records, &counted.tiles), (rec.n_records, &rec.tiles), "{what}: counting pass");
                 // The storing pass with the counting pass's pairs stores the same records.
-                let again = walk_pairs(&ga, &gb, cp.as_ref(), &l, true, Some(&counted.tiles)).unwrap();
+                let again = walk_pairs(&ga, &gb, cp.as_ref(), &l, Some(counted.n_records), Some(&counted.tiles)).unwrap();
                 assert_eq!((&again.words, &again.tiles), (&rec.words, &rec.tiles), "{what}: the storing pass with given pairs");
                 assert_eq!(rec.words.len(), 3 * rec.n_records, "{what}: words per record");
                 // The planner's bound that skips the matching: at most a record per pair, at
