@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device session: the steps given as arguments. Runs the prebuilt binaries (the GPU machine
 # has no Rust toolchain): XTASK=target/release/xtask [BASE=older/xtask] tools/device-run.sh STEP...
-# Logs and JSON go to a scratch folder that is archived into $OUT/logs.tgz after every step
-# (the device tool returns at most 8 files, and a run cut short still returns what it had).
+# The environment, the logs ($LOGS, archived into $OUT/logs.tgz after every step) and `step`
+# come from tools/device-prelude.sh, which experiment scripts source too.
 # Steps:
 #   validate     cargo xtask validate on the Hopper module and on the portable one (FILTER)
 #   memcheck     compute-sanitizer memcheck over the validate cases whose label contains
@@ -23,23 +23,8 @@
 #                NCU_BENCH_ARGS) for the kernels matching NCU_KERNEL (regex, default sddmm_wgmma),
 #                NCU_COUNT launches after NCU_SKIP; log ncu_$NCU_TAG
 set -uo pipefail
-OUT="${OUT:-device-out}"
-LOGS="${LOGS:-/tmp/devlogs}"
-mkdir -p "$OUT" "$LOGS"
-XTASK="${XTASK:-target/release/xtask}"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-# One JIT of the large modules per machine, shared by every process of the session.
-export CUDA_CACHE_MAXSIZE=4294967296
-step() { # name, command...
-    local name="$1"; shift
-    local t0=$SECONDS
-    "$@" > "$LOGS/$name.log" 2>&1
-    local rc=$?
-    printf '%-18s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" "$(grep -E 'passed|json:|ERROR SUMMARY' "$LOGS/$name.log" | tail -n 1)" | tee -a "$LOGS/summary.txt"
-    (cd "$LOGS" && tar czf "$OUT/logs.tgz" .)
-}
-[[ -f target/carry/bins.tar.xz && ! -x "$XTASK" ]] && tar xJf target/carry/bins.tar.xz
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$LOGS/gpu.txt" 2>&1
+# shellcheck source=tools/device-prelude.sh
+source "$(dirname "${BASH_SOURCE[0]}")/device-prelude.sh"
 for s in "$@"; do
     case "$s" in
         validate)

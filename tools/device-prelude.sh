@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sourced by every device-side script (tools/device-run.sh, the experiment scripts under
+# docs/results/): the environment of one device session and its `step` function.
+#   OUT   where the device tool collects files (default device-out); logs are archived into
+#         $OUT/logs.tgz after every step (the tool returns at most 8 files, and a run cut short
+#         still returns what it had)
+#   LOGS  scratch folder of the logs (default /tmp/devlogs)
+#   XTASK the xtask binary (default target/release/xtask; unpacked from
+#         target/carry/bins.tar.xz, tools/pack-bins.sh, where that was carried)
+# step NAME COMMAND...: runs COMMAND with its output in $LOGS/NAME.log, and appends its exit
+# status, its time and its last line of results to $LOGS/summary.txt.
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT="${OUT:-device-out}"
+LOGS="${LOGS:-/tmp/devlogs}"
+mkdir -p "$OUT" "$LOGS"
+XTASK="${XTASK:-target/release/xtask}"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export PATH="$PATH:/usr/local/cuda/bin"
+# One JIT of the large modules per machine, shared by every process of the session.
+export CUDA_CACHE_MAXSIZE=4294967296
+step() { # name, command...
+    local name="$1"; shift
+    local t0=$SECONDS
+    "$@" > "$LOGS/$name.log" 2>&1
+    local rc=$?
+    printf '%-18s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" \
+        "$(grep -E 'passed|json:|ERROR SUMMARY' "$LOGS/$name.log" | tail -n 1)" | tee -a "$LOGS/summary.txt"
+    (cd "$LOGS" && tar czf "$OUT/logs.tgz" .)
+}
+[[ -f target/carry/bins.tar.xz && ! -x "$XTASK" ]] && tar xJf target/carry/bins.tar.xz
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$LOGS/gpu.txt" 2>&1
+date >> "$LOGS/gpu.txt"
