@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use blocksparse_abi::{
     BOX, BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_A_GROUPS, NO_BLOCK, NO_SLOT, OpKind,
-    SpgemmParams, SpgemmStage, SplitGroup, WG_K, WGMMA_TILES, WgmmaTile, WorkItem, mma_tile_index, wgmma_tile_index,
+    SpgemmParams, SpgemmStage, SplitGroup, WG_K, WG_M, WGMMA_TILES, WgmmaTile, WorkItem, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -553,14 +553,17 @@ fn splits_any(tiles: &[[u32; 6]], batch: u32, resident: u32, stages_per_record: 
 impl Context {
     /// The tile the kernels use for `(bm, bk, bn)` blocks (wgmma + TMA where the blocks are 64
     /// or 128 in every dimension, the TMA coordinates fit and the module has the kernel;
-    /// mma.sync otherwise).
-    fn spgemm_tile<T: InputElement>(&self, a: &Pattern, b: &Pattern) -> Result<TileChoice> {
+    /// mma.sync otherwise). `c_blocks`: the blocks of a block-sparse C (0 for a dense one),
+    /// which the Hopper tiles store through a tensor map over C's values.
+    fn spgemm_tile<T: InputElement>(&self, a: &Pattern, b: &Pattern, c_blocks: usize) -> Result<TileChoice> {
         let (bm, bk, bn) = (a.block.bm, a.block.bk, b.block.bk);
         // TMA needs a non-empty tensor whose rows fit its signed 32-bit coordinates.
         // The zero boxes start at the row past the end and span up to 128 rows.
-        let fits = |p: &Pattern| p.nnzb() > 0 && p.nnzb().checked_mul(p.block.bm).is_some_and(|r| r + 128 < i32::MAX as usize);
-        let hopper = wgmma_tile_index(bm as u32)
-            .filter(|_| bk.is_multiple_of(WG_K as usize) && bn.is_multiple_of(WG_K as usize) && fits(a) && fits(b));
+        let rows_fit = |blocks: usize, bm: usize| blocks.checked_mul(bm).is_some_and(|r| r + 128 < i32::MAX as usize);
+        let fits = |p: &Pattern| p.nnzb() > 0 && rows_fit(p.nnzb(), p.block.bm);
+        let hopper = wgmma_tile_index(bm as u32).filter(|_| {
+            bk.is_multiple_of(WG_K as usize) && bn.is_multiple_of(WG_K as usize) && fits(a) && fits(b) && rows_fit(c_blocks, bm)
+        });
         if let Some(rows) = hopper {
             // 128 rows: the column-split tile (one A slice per stage for the tile's two
             // 128-column halves, each consumer warpgroup skipping the stages its half lacks);
@@ -613,13 +616,18 @@ impl Context {
         opts: &PlanOptions,
     ) -> Result<(Symbolic, TileChoice)> {
         self.spgemm_check(a, b, out)?;
-        let choice = self.spgemm_tile::<T>(&a.pattern, &b.pattern)?;
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
         let mask = match out {
             SpgemmOutput::Mask(m) => Some(grid(m)),
             _ => None,
         };
         let counts = pairs::count(&ga, &gb, mask.as_ref())?;
+        let c_blocks = match out {
+            SpgemmOutput::Dense => 0,
+            SpgemmOutput::Product => counts.c_blocks,
+            SpgemmOutput::Mask(m) => m.nnzb(),
+        };
+        let choice = self.spgemm_tile::<T>(&a.pattern, &b.pattern, c_blocks)?;
         let bn = b.block().bk;
         let mut layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
         let tile_cols = layout.tile_cols();
@@ -883,7 +891,7 @@ impl Context {
         self.spgemm_check_operands(plan, a, b)?;
         self.same_device("C", c.values.ordinal())?;
         expect_batch("C", plan.batch, c.batch)?;
-        let c_stride = c.values_per_matrix();
+        let (c_stride, c_nnzb) = (c.values_per_matrix(), c.nnzb());
         let stream = self.stream();
         let (c_values, _gc) = c.values_ptr_mut(stream);
         let blocks = BlockOut {
@@ -894,7 +902,18 @@ impl Context {
             alpha,
             beta,
         };
-        self.run_spgemm::<T, O>(plan, a, b, FIXUP_TO_BLOCKS, DenseOut::default(), blocks, [0; 16])
+        // A Hopper tile with staging chunks stores C's blocks through TMA: its values as an
+        // (nnz · bm, bn) matrix per batch entry, boxes of (128 bytes, 64 rows) in the chunks'
+        // swizzle.
+        let tmap_c = match plan.choice.family {
+            KernelFamily::Hopper if WGMMA_TILES[plan.choice.tile].c_buffers > 0 && c_nnzb > 0 => {
+                let (bm, bn, e) = (c_pattern.block.bm as u64, c_pattern.block.bk as u64, core::mem::size_of::<O>() as u64);
+                let dims = [bn, c_nnzb as u64 * bm, plan.batch as u64];
+                crate::launch::tensor_map::<O>(c_values, dims, [bn * e, c_stride as u64 * e], [(128 / e) as u32, WG_M], true)?
+            }
+            _ => [0; 16],
+        };
+        self.run_spgemm::<T, O>(plan, a, b, FIXUP_TO_BLOCKS, DenseOut::default(), blocks, tmap_c)
     }
 
     fn spgemm_check_operands<T>(&self, plan: &SpgemmPlan, a: &DeviceBsr<T>, b: &DeviceBsr<T>) -> Result<()> {

@@ -457,6 +457,32 @@ pub struct CStage {
     pub tmap: u64,
 }
 
+/// Where [`CStage::store`] sends a fragment's chunks in C's tensor map (3D: columns, rows,
+/// batch).
+#[cfg(target_feature = "sm_90a")]
+#[derive(Clone, Copy)]
+pub enum ChunkTo {
+    /// A dense C: the fragment's element (0, 0) at map column `col0`, tile row `row0` (a row
+    /// through `out`'s row map, [`DenseOut::row_map`], where it has one).
+    Dense { col0: u32, row0: u32 },
+    /// Blocks of a block-sparse C, its values seen as one `(nnz · bm, bn)` row-major matrix:
+    /// fragment column `c` lies in block `first + c / bn`, at its row `row0` (each chunk, at
+    /// most `bn` wide, inside one block).
+    Blocks { first: u32, bm: u32, bn_log2: u32, row0: u32 },
+}
+
+#[cfg(target_feature = "sm_90a")]
+impl ChunkTo {
+    /// Map coordinates `(column, row)` of fragment column `c`'s chunk, rows through no row map.
+    #[inline(always)]
+    fn at(self, c: u32) -> (u32, u32) {
+        match self {
+            ChunkTo::Dense { col0, row0 } => (col0 + c, row0),
+            ChunkTo::Blocks { first, bm, bn_log2, row0 } => (c & ((1 << bn_log2) - 1), (first + (c >> bn_log2)) * bm + row0),
+        }
+    }
+}
+
 #[cfg(target_feature = "sm_90a")]
 impl CStage {
     /// Writes one warpgroup's `(64, 8·G)` wgmma fragment (`acc`, G = N_REGS / 4) to a row-major
@@ -464,11 +490,11 @@ impl CStage {
     /// rounded values into a free staging chunk, and thread 0 of the warpgroup issues one TMA
     /// store of it. The stores complete asynchronously while the warpgroup goes on to the next
     /// item; a chunk is rewritten only after the store two chunks back has read it. `d` is the
-    /// destination of each warp's rows (for beta and the column limit); `(gcol0, grow0, batch)`
-    /// the coordinates of the fragment's element (0, 0), `grow0` in tile rows: with a row map
-    /// (`out`'s, [`DenseOut::row_map`]) each stream row of the fragment is its own TMA store,
-    /// whose box (C's tensor map) is one stream row tall. Must be called by all 128 threads of
-    /// the warpgroup; thread 0 must call [`CStage::drain`] before the kernel exits.
+    /// destination of each warp's rows (for beta and the column limit), `to` and `batch` where
+    /// the chunks go in C's tensor map: for a dense C with a row map (`out`'s,
+    /// [`DenseOut::row_map`]) each stream row of the fragment is its own TMA store, whose box
+    /// (C's tensor map) is one stream row tall. Must be called by all 128 threads of the
+    /// warpgroup; thread 0 must call [`CStage::drain`] before the kernel exits.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub unsafe fn store<O: Output, D: Dest<O>, const N_REGS: usize>(
@@ -476,17 +502,16 @@ impl CStage {
         d: &D,
         out: &DenseOut,
         acc: &[f32; N_REGS],
-        gcol0: u32,
-        grow0: u32,
+        to: ChunkTo,
         batch: u32,
         lt: u32,
     ) {
         unsafe {
             // (f32 C keeps one body: two spill under the consumer's register budget.)
             if O::PACK2.is_some() && d.beta() == 0.0 {
-                self.store_chunks::<O, _, N_REGS>(&NoBeta(d), out, acc, (gcol0, grow0, batch), lt)
+                self.store_chunks::<O, _, N_REGS>(&NoBeta(d), out, acc, (to, batch), lt)
             } else {
-                self.store_chunks::<O, _, N_REGS>(d, out, acc, (gcol0, grow0, batch), lt)
+                self.store_chunks::<O, _, N_REGS>(d, out, acc, (to, batch), lt)
             }
         }
     }
@@ -498,10 +523,10 @@ impl CStage {
         d: &D,
         out: &DenseOut,
         acc: &[f32; N_REGS],
-        at: (u32, u32, u32),
+        at: (ChunkTo, u32),
         lt: u32,
     ) {
-        let (gcol0, grow0, batch) = at;
+        let (to, batch) = at;
         use crate::ptx::st_shared_v2_u32;
         use crate::ptx_sm90::{bulk_commit, bulk_wait_read, fence_proxy_async_smem, named_barrier, stmatrix_x4, tma_store_3d};
         use blocksparse_abi::{C_CHUNK_BYTES, WG_M};
@@ -576,17 +601,21 @@ impl CStage {
             fence_proxy_async_smem();
             named_barrier(self.barrier, 128);
             if lt == 0 {
-                if out.row_map == 0 {
-                    unsafe { tma_store_3d(self.tmap, gcol0 + k * chunk_cols, grow0, batch, buf) };
-                } else {
-                    // One store per stream row of the chunk (128-byte rows; a stream row of at
-                    // least 16 rows starts 2 KB in, so the 128-byte swizzle pattern lines up).
-                    let u = out.row_unit_log2;
-                    let mut r = 0;
-                    while r < WG_M {
-                        let row = unsafe { c_row(out, grow0 + r) };
-                        unsafe { tma_store_3d(self.tmap, gcol0 + k * chunk_cols, row, batch, buf + r * 128) };
-                        r += 1 << u;
+                match to {
+                    ChunkTo::Dense { col0, row0 } if out.row_map != 0 => {
+                        // One store per stream row of the chunk (128-byte rows; a stream row of at
+                        // least 16 rows starts 2 KB in, so the 128-byte swizzle pattern lines up).
+                        let u = out.row_unit_log2;
+                        let mut r = 0;
+                        while r < WG_M {
+                            let row = unsafe { c_row(out, row0 + r) };
+                            unsafe { tma_store_3d(self.tmap, col0 + k * chunk_cols, row, batch, buf + r * 128) };
+                            r += 1 << u;
+                        }
+                    }
+                    _ => {
+                        let (x, y) = to.at(k * chunk_cols);
+                        unsafe { tma_store_3d(self.tmap, x, y, batch, buf) };
                     }
                 }
                 bulk_commit();

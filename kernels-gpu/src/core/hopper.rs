@@ -31,7 +31,7 @@
 
 use blocksparse_abi::{BOX, C_CHUNK_BYTES, DenseOut, WG_M, WG_N, WGMMA_TILES, WgmmaTile, WorkItem, WorkParams, flags};
 
-use crate::core::epilogue::{BlockDest, CStage, DenseDest, partial_tile, store_partial_strip, store_strip, store_strip_one_body};
+use crate::core::epilogue::{BlockDest, CStage, ChunkTo, DenseDest, partial_tile, store_partial_strip, store_strip, store_strip_one_body};
 use crate::core::ring::{MbarRing, PipelineState};
 use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
@@ -198,7 +198,7 @@ impl Consumer {
         let wr = 16 * (self.lt / 32);
         let d = unsafe { DenseDest::mapped::<O>(out, item.batch, row0 + wr, wr, col0) };
         if t.c_buffers > 0 && out.col_major == 0 {
-            unsafe { self.stage.store::<O, _, N>(&d, out, acc, col0, row0, item.batch, self.lt) };
+            unsafe { self.stage.store::<O, _, N>(&d, out, acc, ChunkTo::Dense { col0, row0 }, item.batch, self.lt) };
         } else {
             unsafe { store_strip::<O, _, J>(&d, wr, 0, self.lt % 32, Self::frag(acc)) };
         }

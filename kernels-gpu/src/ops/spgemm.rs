@@ -157,7 +157,7 @@ impl PortableOp for Spgemm {
 #[cfg(target_feature = "sm_90a")]
 mod hopper {
     use super::*;
-    use crate::core::epilogue::{store_partial_strip, store_strip};
+    use crate::core::epilogue::{ChunkTo, store_partial_strip, store_strip};
     use crate::core::hopper::{Consumer, HopperOp, MASK_A_SHARED, Maps, Slot, StageStream, load_a, load_b_box};
     use crate::core::work::ItemCursor;
     use crate::ptx::opaque;
@@ -376,6 +376,17 @@ mod hopper {
                     store_partial_strip::<J>(tile, t.tn(), row + 16 * w, col, l, Consumer::frag(acc));
                 } else if p.to == FIXUP_TO_DENSE {
                     c.store_dense_at::<O, N, J>(&p.out, item, acc, row, col);
+                } else if t.c_buffers > 0 {
+                    // Through the staging chunks and C's tensor map over its values (the
+                    // fragment's first block `first`; `col` is a whole number of blocks).
+                    let b = &p.blocks;
+                    let first = item.blk_begin + (col >> b.bn_log2);
+                    if first >= item.blk_end {
+                        return; // the tile's blocks end before this fragment
+                    }
+                    let d = block_dest::<O>(p, &WorkItem { blk_begin: first, ..*item }, row);
+                    let to = ChunkTo::Blocks { first, bm: 1 << b.bm_log2, bn_log2: b.bn_log2, row0: row };
+                    c.stage.store::<O, _, N>(&d, &p.out, acc, to, item.batch, c.lt);
                 } else {
                     let d = block_dest::<O>(p, item, row);
                     store_strip::<O, _, J>(&d, 16 * w, col, l, Consumer::frag(acc));
