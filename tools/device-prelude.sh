@@ -8,11 +8,14 @@
 #   XTASK the xtask binary (default target/release/xtask; unpacked from
 #         target/carry/bins.tar.xz, tools/pack-bins.sh, where that was carried)
 # step NAME COMMAND...: runs COMMAND with its output in $LOGS/NAME.log, and appends its exit
-# status, its time and its last line of results to $LOGS/summary.txt.
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+# status, its time and its last line of results to $LOGS/summary.txt (callers do not `set -e`:
+# a failing step is logged and the session goes on).
+# From the repository root (relative OUT, LOGS and XTASK are taken from there).
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || return 1
 OUT="${OUT:-device-out}"
 LOGS="${LOGS:-/tmp/devlogs}"
 mkdir -p "$OUT" "$LOGS"
+OUT="$(cd "$OUT" && pwd)"
 XTASK="${XTASK:-target/release/xtask}"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -25,7 +28,7 @@ step() { # name, command...
     local rc=$?
     printf '%-18s rc=%-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - t0))" \
         "$(grep -E 'passed|json:|ERROR SUMMARY' "$LOGS/$name.log" | tail -n 1)" | tee -a "$LOGS/summary.txt"
-    (cd "$LOGS" && tar czf "$OUT/logs.tgz" .)
+    tar czf "$OUT/logs.tgz" -C "$LOGS" .
 }
 [[ -f target/carry/bins.tar.xz && ! -x "$XTASK" ]] && tar xJf target/carry/bins.tar.xz
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$LOGS/gpu.txt" 2>&1

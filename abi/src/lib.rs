@@ -401,6 +401,9 @@ pub const WGMMA_SPGEMM_TILES: [usize; 2] = [2, 5];
 /// One C staging chunk: `(WG_M, 128 bytes)`, i.e. 64 columns of a 16-bit C or 32 of f32, in
 /// the 128-byte swizzle that the C tensor map's TMA stores read.
 pub const C_CHUNK_BYTES: u32 = WG_M * 128;
+// A chunk of a block-sparse C lies inside one block: its columns (at most 64, 16-bit) divide the
+// blocks' width, a multiple of WG_K on the Hopper tiles.
+const _: () = assert!(C_CHUNK_BYTES / WG_M / 2 <= WG_K && WG_K.is_multiple_of(C_CHUNK_BYTES / WG_M / 2));
 /// Output-tile heights of the Hopper kernels. Operands enter in boxes `ks` deep, so the blocks
 /// they stream must be a multiple of `ks` wide along K (64; 32 or 16 on [`WGMMA_SHALLOW_TILES`]).
 pub const WGMMA_TILE_ROWS: [u32; 2] = [64, 128];
@@ -742,8 +745,8 @@ pub const MAX_A_GROUPS: usize = 2;
 /// group's A block ([`NO_BLOCK`] where the group's list has ended) and the tile's B boxes that
 /// hold a block (bit `j`: box `j`, tile columns `64 j ..`). What the stage loads, and so the
 /// bytes its full barrier expects, follows from it; the host planner costs its items with the
-/// same functions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// same functions. (No `Default`: block 0 in every group would read as a shared A block.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpgemmStage {
     /// Per column group, its A block.
     pub a_blk: [u32; MAX_A_GROUPS],

@@ -656,21 +656,19 @@ impl Context {
         // where its tiles are long enough to gain from it; otherwise the blocks go in column
         // order. Where the pairs alone show that its tiles cannot be long enough, the matching
         // is not run at all.
-        if layout.matching {
-            let (_, stages_per_record) = self.spgemm_split_params::<T>(choice, a.block().bk)?;
-            if !may_reach_pair_stages(counts.pairs, min_paired_tiles(a.pattern.block_rows(), gb.cols, c_grid.as_ref()), stages_per_record) {
-                layout.matching = false;
-            }
+        let split_params = if layout.matching { Some(self.spgemm_split_params::<T>(choice, a.block().bk)?) } else { None };
+        if let Some((_, stages_per_record)) = split_params
+            && !may_reach_pair_stages(counts.pairs, min_paired_tiles(a.pattern.block_rows(), gb.cols, c_grid.as_ref()), stages_per_record)
+        {
+            layout.matching = false;
         }
         let mut pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
-        if layout.matching {
-            let (resident, stages_per_record) = self.spgemm_split_params::<T>(choice, a.block().bk)?;
-            if splits_any(&pre.tiles, to_u32("batch", a.batch)?, resident, stages_per_record)
-                || (pre.n_records as u64 * stages_per_record as u64) < PAIR_MIN_STAGES_PER_TILE * pre.tiles.len() as u64
-            {
-                layout.matching = false;
-                pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
-            }
+        if let Some((resident, stages_per_record)) = split_params.filter(|_| layout.matching)
+            && (splits_any(&pre.tiles, to_u32("batch", a.batch)?, resident, stages_per_record)
+                || (pre.n_records as u64 * stages_per_record as u64) < PAIR_MIN_STAGES_PER_TILE * pre.tiles.len() as u64)
+        {
+            layout.matching = false;
+            pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
         }
         // The storing pass holds the groups' records and the zipped ones at once.
         let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
