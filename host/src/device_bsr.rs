@@ -28,6 +28,14 @@ pub struct Pattern {
 }
 
 impl Pattern {
+    /// [`DeviceBsr::values_map`] of `batch` matrices of `T` with this pattern, for a caller that
+    /// holds the values' pointer (and its guard) already.
+    pub(crate) fn values_map<T: Element>(&self, batch: usize, ptr: u64, row: usize, boxdim: [u32; 2], swizzle: bool) -> Result<[u64; 16]> {
+        let e = core::mem::size_of::<T>() as u64;
+        let per_matrix = self.nnzb() * self.block.elems();
+        let dims = [row as u64, (per_matrix / row.max(1)) as u64, batch as u64];
+        crate::launch::tensor_map::<T>(ptr, dims, [row as u64 * e, per_matrix as u64 * e], boxdim, swizzle)
+    }
     /// Stored blocks.
     pub fn nnzb(&self) -> usize {
         self.col_idx_host.len()
@@ -153,10 +161,7 @@ impl<T> DeviceBsr<T> {
     where
         T: Element,
     {
-        let (block, e) = (self.pattern.block, core::mem::size_of::<T>() as u64);
-        let rows = (self.pattern.nnzb() * block.bm * block.bk / row.max(1)) as u64;
-        let dims = [row as u64, rows, self.batch as u64];
-        crate::launch::tensor_map::<T>(ptr, dims, [row as u64 * e, self.values_per_matrix() as u64 * e], boxdim, swizzle)
+        self.pattern.values_map::<T>(self.batch, ptr, row, boxdim, swizzle)
     }
     pub(crate) fn values_ptr<'a>(&'a self, stream: &'a CudaStream) -> (u64, SyncOnDrop<'a>) {
         self.values.device_ptr(stream)

@@ -391,27 +391,18 @@ fn row_pairs(
 /// records as the longest list. With two groups the records of both that meet the same A block
 /// come first, side by side (the zero-fill kernel loads such a stage's A slice once), then the
 /// others in order; otherwise record `s` holds each group's record `s`. Without `words` (the
-/// counting pass) only the tiles and the count are made.
-fn zip_groups(rec: Records, l: &Layout2, words: bool) -> Result<Records> {
+/// counting pass) only the tiles and the count are made; with it, `Some` of the zipped
+/// records' count where the counting pass knows it (for one allocation), as [`walk_pairs`].
+fn zip_groups(rec: Records, l: &Layout2, words: Option<usize>) -> Result<Records> {
     if l.groups == 1 {
         return Ok(rec);
     }
     let (g, gw) = (l.groups, l.group_words());
     let mut out = Records::default();
-    if words {
-        // The zipped records, as many per tile as its longest group list: allocated once.
-        let (mut total, mut at) = (0, 0);
-        while at < rec.tiles.len() {
-            let (row, tile) = (rec.tiles[at][0], rec.tiles[at][1] as usize / g);
-            let mut len = 0;
-            while at < rec.tiles.len() && rec.tiles[at][0] == row && rec.tiles[at][1] as usize / g == tile {
-                len = len.max((rec.tiles[at][5] - rec.tiles[at][4]) as usize);
-                at += 1;
-            }
-            total += len;
-        }
-        out.words.reserve_exact(total * g * gw);
+    if let Some(records) = words {
+        out.words.reserve_exact(records * g * gw);
     }
+    let words = words.is_some();
     // Two groups' records left after the shared ones (kept across tiles).
     let (mut left0, mut left1) = (Vec::new(), Vec::new());
     let mut at = 0;
@@ -673,7 +664,7 @@ impl Context {
         // The storing pass holds the groups' records and the zipped ones at once.
         let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
         let walk_records = pre.n_records;
-        let rec = zip_groups(pre, &layout, false)?;
+        let rec = zip_groups(pre, &layout, None)?;
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
         if rec.n_records.checked_mul(w).is_none_or(|words| words > u32::MAX as usize) {
@@ -769,7 +760,7 @@ impl Context {
         let c_grid = c_pattern.as_deref().map(grid);
         let given = layout.pair.then_some(&sym.pairs[..]);
         let walked = walk_pairs(&ga, &gb, c_grid.as_ref(), &layout, Some(sym.walk_records), given)?;
-        let mut rec = zip_groups(walked, &layout, true)?;
+        let mut rec = zip_groups(walked, &layout, Some(sym.size.records))?;
         let tile_cols = layout.tile_cols();
         let first_col = |t: &[u32; 6]| match &c_grid {
             // A paired tile's first block (its two lie in one window of the group's columns).
@@ -889,7 +880,7 @@ impl Context {
         self.spgemm_check_operands(plan, a, b)?;
         self.same_device("C", c.values.ordinal())?;
         expect_batch("C", plan.batch, c.batch)?;
-        let (c_stride, c_nnzb) = (c.values_per_matrix(), c.nnzb());
+        let c_stride = c.values_per_matrix();
         let stream = self.stream();
         let (c_values, _gc) = c.values_ptr_mut(stream);
         let blocks = BlockOut {
@@ -904,10 +895,9 @@ impl Context {
         // (nnz · bm, bn) matrix per batch entry, boxes of (128 bytes, 64 rows) in the chunks'
         // swizzle.
         let tmap_c = match plan.choice.family {
-            KernelFamily::Hopper if WGMMA_TILES[plan.choice.tile].c_buffers > 0 && c_nnzb > 0 => {
-                let (bm, bn, e) = (c_pattern.block.bm as u64, c_pattern.block.bk as u64, core::mem::size_of::<O>() as u64);
-                let dims = [bn, c_nnzb as u64 * bm, plan.batch as u64];
-                crate::launch::tensor_map::<O>(c_values, dims, [bn * e, c_stride as u64 * e], [(128 / e) as u32, WG_M], true)?
+            KernelFamily::Hopper if WGMMA_TILES[plan.choice.tile].c_buffers > 0 && c_pattern.nnzb() > 0 => {
+                let chunk_cols = (128 / core::mem::size_of::<O>()) as u32;
+                c_pattern.values_map::<O>(plan.batch, c_values, c_pattern.block.bk, [chunk_cols, WG_M], true)?
             }
             _ => [0; 16],
         };

@@ -506,7 +506,7 @@ fn zip_groups_interleaves_each_groups_list() {
         n_records: 4,
     };
     let l = plain(1, false, 2);
-    let z = zip_groups(rec, &l, true).unwrap();
+    let z = zip_groups(rec, &l, Some(0)).unwrap();
     assert_eq!(z.tiles, vec![[0, 0, 0, 2, 0, 2], [0, 1, 2, 3, 2, 2], [1, 0, 3, 4, 2, 3]]);
     assert_eq!(z.words, vec![10, 20, 12, 22, 11, 21, n, n, 13, 23, n, n]);
     assert_eq!((z.n_records, z.tiles.len()), (3, 3));
@@ -516,7 +516,7 @@ fn zip_groups_interleaves_each_groups_list() {
         tiles: vec![[0, 0, 0, 1, 0, 2], [0, 1, 1, 2, 2, 3], [0, 2, 2, 3, 3, 3], [1, 0, 3, 4, 3, 4]],
         n_records: 4,
     };
-    let c = zip_groups(rec, &l, false).unwrap();
+    let c = zip_groups(rec, &l, None).unwrap();
     assert_eq!((c.n_records, c.tiles.len(), &c.tiles), (3, 3, &z.tiles));
 }
 
@@ -532,11 +532,11 @@ fn zip_groups_pairs_records_of_one_a_block() {
         n_records: 7,
     };
     let l = plain(1, false, 2);
-    let z = zip_groups(rec, &l, true).unwrap();
+    let z = zip_groups(rec, &l, Some(0)).unwrap();
     assert_eq!(z.tiles, vec![[0, 0, 0, 2, 0, 4]]);
     assert_eq!(z.words, vec![5, 50, 5, 51, 9, 90, 9, 91, 3, 30, 6, 61, 7, 70, n, n]);
     let count = Records { words: Vec::new(), tiles: vec![[0, 0, 0, 1, 0, 4], [0, 1, 1, 2, 4, 7]], n_records: 7 };
-    assert_eq!(zip_groups(count, &l, false).unwrap().n_records, 4);
+    assert_eq!(zip_groups(count, &l, None).unwrap().n_records, 4);
 }
 
 /// The Hopper record layout follows the tiles the kernels run: on the grouped tile one group
