@@ -235,12 +235,29 @@ struct Records {
 /// stored when `store` (the tiles are listed either way). `c` is C's pattern for a block-sparse
 /// C (`None`: dense).
 fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout2, store: bool) -> Result<Records> {
-    walk_pairs(a, b, c, l, store.then_some(0), None)
+    walk_pairs(a, b, c, l, store.then_some(0), None, false)
+}
+
+/// The plan's records: [`walk`] storing them, with the column groups of each row's tiles zipped
+/// as the row is walked (what [`zip_groups`] makes of the whole walk, without holding the
+/// unzipped records), on a paired layout with the tiles of the counting pass (`given`).
+/// `records` is the zipped records' count (for one allocation).
+fn walk_zipped(
+    a: &BlockPattern,
+    b: &BlockPattern,
+    c: Option<&BlockPattern>,
+    l: &Layout2,
+    records: usize,
+    given: Option<&[[u32; 6]]>,
+) -> Result<Records> {
+    walk_pairs(a, b, c, l, Some(records), given, true)
 }
 
 /// [`walk`], on a paired layout with the tiles of an earlier walk of the same product and layout
 /// (`given`, in row order) instead of pairing the rows again; `store` is `Some` (with the
-/// records' count where the counting pass knows it, for one allocation) to store the records.
+/// records' count where the counting pass knows it, for one allocation) to store the records;
+/// with `zip`, each row's column groups are zipped ([`zip_into`]) into the result as the row
+/// is done.
 fn walk_pairs(
     a: &BlockPattern,
     b: &BlockPattern,
@@ -248,19 +265,22 @@ fn walk_pairs(
     l: &Layout2,
     store: Option<usize>,
     given: Option<&[[u32; 6]]>,
+    zip: bool,
 ) -> Result<Records> {
     let jt = l.j_per_tile;
     let w = 1 + jt;
+    let zip = zip && l.groups > 1;
     let mut out = Records::default();
     // Storing: the records' words, allocated once where the caller knows their count.
     if let Some(records) = store {
-        out.words.reserve_exact(records * w);
+        out.words.reserve_exact(records * if zip { l.groups * w } else { w });
     }
     let store = store.is_some();
-    // Per C column: its tile and column within the tile in the current row (block-sparse C),
-    // stamped with the row.
-    let by_pos = l.pair || !l.dense;
-    let mut pos = vec![(u32::MAX, 0u32, 0u32); if by_pos { b.cols } else { 0 }];
+    // Zipping: the current row's records before the zip, and the zip's buffers.
+    let (mut row, mut zs) = (Records::default(), ZipScratch::default());
+    // Per C column: its tile and column within the tile in the current row, stamped with the
+    // row (a dense C's columns are in every row's tiles, each tile `jt` of them).
+    let mut pos = vec![(u32::MAX, 0u32, 0u32); b.cols];
     let n_tiles_dense = b.cols.div_ceil(jt);
     let mut last_p: Vec<u32> = Vec::new();
     let mut count_recs: Vec<usize> = Vec::new();
@@ -291,7 +311,12 @@ fn walk_pairs(
                 }
                 (pairs.len(), 0, 0)
             }
-            None => (n_tiles_dense, 0, 0),
+            None => {
+                for (j, at) in pos.iter_mut().enumerate() {
+                    *at = (i as u32, (j / jt) as u32, (j % jt) as u32);
+                }
+                (n_tiles_dense, 0, 0)
+            }
             Some(c) => {
                 let (lo, hi) = (c.row_ptr[i] as usize, c.row_ptr[i + 1] as usize);
                 for (s, ci) in (lo..hi).enumerate() {
@@ -305,11 +330,19 @@ fn walk_pairs(
             count_recs.resize(n_tiles, 0);
             next_rec.resize(n_tiles, 0);
         }
-        let dense_jt = (!by_pos).then_some(jt);
+        // Where the row's records go: the result, or the row's own list to be zipped.
+        let dst = if zip {
+            row.words.clear();
+            row.tiles.clear();
+            row.n_records = 0;
+            &mut row
+        } else {
+            &mut out
+        };
         // Count each tile's records (a record per A block that meets the tile).
         last_p[..n_tiles].fill(u32::MAX);
         count_recs[..n_tiles].fill(0);
-        row_pairs(a, b, i, dense_jt, &pos, &mut |p, _, t, _| {
+        row_pairs(a, b, i, &pos, &mut |p, _, t, _| {
             if last_p[t] != p as u32 {
                 last_p[t] = p as u32;
                 count_recs[t] += 1;
@@ -318,15 +351,15 @@ fn walk_pairs(
         if store {
             // The row's tiles' records side by side in `out.words`, tile by tile: fill them in
             // place.
-            let mut at = out.n_records;
+            let mut at = dst.n_records;
             for t in 0..n_tiles {
                 next_rec[t] = at;
                 at += count_recs[t];
             }
-            out.words.resize(at * w, NO_BLOCK);
+            dst.words.resize(at * w, NO_BLOCK);
             last_p[..n_tiles].fill(u32::MAX);
-            let words = &mut out.words;
-            row_pairs(a, b, i, dense_jt, &pos, &mut |p, q, t, s| {
+            let words = &mut dst.words;
+            row_pairs(a, b, i, &pos, &mut |p, q, t, s| {
                 if last_p[t] != p as u32 {
                     last_p[t] = p as u32;
                     words[next_rec[t] * w] = p as u32;
@@ -336,8 +369,8 @@ fn walk_pairs(
             });
         }
         for t in 0..n_tiles {
-            let first = out.n_records;
-            out.n_records += count_recs[t];
+            let first = dst.n_records;
+            dst.n_records += count_recs[t];
             let (cb, ce) = if l.pair {
                 (pairs[t][0] as usize, pairs[t][1] as usize)
             } else if l.dense {
@@ -346,40 +379,30 @@ fn walk_pairs(
                 let lo = c_begin + t * jt;
                 (lo, (lo + jt).min(c_begin + c_len))
             };
-            out.tiles.push([i as u32, t as u32, cb as u32, ce as u32, first as u32, out.n_records as u32]);
+            dst.tiles.push([i as u32, t as u32, cb as u32, ce as u32, first as u32, dst.n_records as u32]);
         }
-        if out.n_records > u32::MAX as usize - 1 || out.tiles.len() > i32::MAX as usize {
-            return Err(Error::TooLarge { what: "stage records of the product", value: out.n_records });
+        if dst.n_records > u32::MAX as usize - 1 || dst.tiles.len() > i32::MAX as usize {
+            return Err(Error::TooLarge { what: "stage records of the product", value: dst.n_records });
+        }
+        if zip {
+            zip_into(&row.words, &row.tiles, l, true, &mut out, &mut zs)?;
         }
     }
     Ok(out)
 }
 
 /// Calls `f(p, q, t, s)` for each pair of block row `i` (A block `p`, B block `q`) that lands
-/// in a tile: in tile `t`, slot `s`. With `dense_jt`, a dense C's tiles of `jt` columns; else
-/// as `pos` places C's column `j` in row `i` (`pos[j] = (i, t, s)`; other rows' entries are
-/// columns outside the row's blocks). The A blocks come in increasing `p`.
+/// in a tile: in tile `t`, slot `s`, as `pos` places C's column `j` in row `i` (`pos[j] = (i,
+/// t, s)`; other rows' entries are columns outside the row's blocks). The A blocks come in
+/// increasing `p`.
 #[inline]
-fn row_pairs(
-    a: &BlockPattern,
-    b: &BlockPattern,
-    i: usize,
-    dense_jt: Option<usize>,
-    pos: &[(u32, u32, u32)],
-    f: &mut impl FnMut(usize, usize, usize, usize),
-) {
+fn row_pairs(a: &BlockPattern, b: &BlockPattern, i: usize, pos: &[(u32, u32, u32)], f: &mut impl FnMut(usize, usize, usize, usize)) {
     for p in a.row_ptr[i] as usize..a.row_ptr[i + 1] as usize {
         let k = a.col_idx[p] as usize;
         for q in b.row_ptr[k] as usize..b.row_ptr[k + 1] as usize {
-            let j = b.col_idx[q] as usize;
-            match dense_jt {
-                Some(jt) => f(p, q, j / jt, j % jt),
-                None => {
-                    let (row, t, s) = pos[j];
-                    if row == i as u32 {
-                        f(p, q, t as usize, s as usize);
-                    }
-                }
+            let (row, t, s) = pos[b.col_idx[q] as usize];
+            if row == i as u32 {
+                f(p, q, t as usize, s as usize);
             }
         }
     }
@@ -397,33 +420,46 @@ fn zip_groups(rec: Records, l: &Layout2, words: Option<usize>) -> Result<Records
     if l.groups == 1 {
         return Ok(rec);
     }
-    let (g, gw) = (l.groups, l.group_words());
     let mut out = Records::default();
     if let Some(records) = words {
-        out.words.reserve_exact(records * g * gw);
+        out.words.reserve_exact(records * l.groups * l.group_words());
     }
-    let words = words.is_some();
-    // Two groups' records left after the shared ones (kept across tiles).
-    let (mut left0, mut left1) = (Vec::new(), Vec::new());
+    zip_into(&rec.words, &rec.tiles, l, words.is_some(), &mut out, &mut ZipScratch::default())?;
+    Ok(out)
+}
+
+/// Buffers of [`zip_into`], reused from call to call: two groups' records left after the
+/// shared ones.
+#[derive(Default)]
+struct ZipScratch {
+    left0: Vec<u32>,
+    left1: Vec<u32>,
+}
+
+/// [`zip_groups`] of the group tiles `tiles` (whole tiles' groups, in row order) whose records
+/// lie in `rec_words`, appended to `out` (the zipped records with `words`, else only counted).
+fn zip_into(rec_words: &[u32], tiles: &[[u32; 6]], l: &Layout2, words: bool, out: &mut Records, zs: &mut ZipScratch) -> Result<()> {
+    let (g, gw) = (l.groups, l.group_words());
+    let (left0, left1) = (&mut zs.left0, &mut zs.left1);
     let mut at = 0;
-    while at < rec.tiles.len() {
-        let [row, t0, cb, _, _, _] = rec.tiles[at];
+    while at < tiles.len() {
+        let [row, t0, cb, _, _, _] = tiles[at];
         let tile = t0 as usize / g;
         let mut end = at;
-        while end < rec.tiles.len() && rec.tiles[end][0] == row && rec.tiles[end][1] as usize / g == tile {
+        while end < tiles.len() && tiles[end][0] == row && tiles[end][1] as usize / g == tile {
             end += 1;
         }
-        let members = &rec.tiles[at..end];
+        let members = &tiles[at..end];
         let len = members.iter().map(|m| (m[5] - m[4]) as usize).max().unwrap_or(0);
         let first = out.n_records;
         if words {
             // One group's record `r` of the stage, or padding.
             let mut push = |r: Option<u32>| match r {
-                Some(r) => out.words.extend_from_slice(&rec.words[r as usize * gw..(r as usize + 1) * gw]),
+                Some(r) => out.words.extend_from_slice(&rec_words[r as usize * gw..(r as usize + 1) * gw]),
                 None => out.words.extend(std::iter::repeat_n(NO_BLOCK, gw)),
             };
-            if let [m0, m1] = members {
-                // Two groups: the records of both groups that meet the same A block first, side
+            if let (2, [m0, m1]) = (g, members) {
+                // Two groups (a tile of more whose row ends after two is padded as below): the records of both groups that meet the same A block first, side
                 // by side (the kernel then loads that A slice once), then the others paired in
                 // order. As many stages as the longer list either way; each list is in A's
                 // order (word 0 increasing).
@@ -431,7 +467,7 @@ fn zip_groups(rec: Records, l: &Layout2, words: Option<usize>) -> Result<Records
                 left0.clear();
                 left1.clear();
                 while i < m0[5] && j < m1[5] {
-                    let (p0, p1) = (rec.words[i as usize * gw], rec.words[j as usize * gw]);
+                    let (p0, p1) = (rec_words[i as usize * gw], rec_words[j as usize * gw]);
                     if p0 == p1 {
                         push(Some(i));
                         push(Some(j));
@@ -466,7 +502,7 @@ fn zip_groups(rec: Records, l: &Layout2, words: Option<usize>) -> Result<Records
         out.tiles.push([row, tile as u32, cb, ce, first as u32, out.n_records as u32]);
         at = end;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The product's plan before any device allocation: the symbolic phase's counts and C's
@@ -481,8 +517,6 @@ struct Symbolic {
     group_cols: u64,
     /// A paired layout's tiles as the counting pass chose them (empty otherwise).
     pairs: Vec<[u32; 6]>,
-    /// The walk's records before the groups are zipped (what the storing walk allocates).
-    walk_records: usize,
 }
 
 /// Block columns of C over which a paired plan's blocks are matched at most
@@ -661,9 +695,14 @@ impl Context {
             layout.matching = false;
             pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
         }
-        // The storing pass holds the groups' records and the zipped ones at once.
-        let pre_bytes = 4 * layout.group_words() * pre.n_records + 24 * pre.tiles.len();
-        let walk_records = pre.n_records;
+        // The storing pass holds one row's records before the zip beside the zipped ones.
+        let row_bytes = if layout.groups > 1 {
+            let row = |r: &[[u32; 6]]| 4 * layout.group_words() * r.iter().map(|t| (t[5] - t[4]) as usize).sum::<usize>() + 24 * r.len();
+            pre.tiles.chunk_by(|x, y| x[0] == y[0]).map(row).max().unwrap_or(0)
+        } else {
+            0
+        };
+        let pre_tiles = pre.tiles.len();
         let rec = zip_groups(pre, &layout, None)?;
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -681,16 +720,18 @@ impl Context {
         let device_bytes = 4 * w * rec.n_records
             + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
             + product.as_ref().map_or(0, |(_, ci)| 4 * ci.len());
-        let host_bytes = pre_bytes
-            + if layout.groups > 1 { 4 * w * rec.n_records + 24 * rec.tiles.len() } else { 0 }
-            + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
-            + product_bytes
-            + if layout.pair { 24 * rec.tiles.len() } else { 0 };
+        // The counting pass holds the walk's tiles and the zipped ones; the storing pass the
+        // records, their tiles, one row before the zip, and the work items (the list and its
+        // upload); both C's product pattern and a paired layout's tiles.
+        let counting = 24 * pre_tiles + 24 * rec.tiles.len();
+        let storing =
+            4 * w * rec.n_records + 24 * rec.tiles.len() + row_bytes + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch;
+        let host_bytes = counting.max(storing) + product_bytes + if layout.pair { 24 * rec.tiles.len() } else { 0 };
         let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.tiles.len(), device_bytes, host_bytes };
         // A paired walk's tiles, kept for the storing pass (the pairs are not chosen twice); a
         // paired layout has one column group, so `zip_groups` left them as the walk listed them.
         let pairs = if layout.pair { rec.tiles } else { Vec::new() };
-        Ok((Symbolic { size, product, layout, group_cols, pairs, walk_records }, choice))
+        Ok((Symbolic { size, product, layout, group_cols, pairs }, choice))
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
@@ -759,8 +800,7 @@ impl Context {
         };
         let c_grid = c_pattern.as_deref().map(grid);
         let given = layout.pair.then_some(&sym.pairs[..]);
-        let walked = walk_pairs(&ga, &gb, c_grid.as_ref(), &layout, Some(sym.walk_records), given)?;
-        let mut rec = zip_groups(walked, &layout, Some(sym.size.records))?;
+        let mut rec = walk_zipped(&ga, &gb, c_grid.as_ref(), &layout, sym.size.records, given)?;
         let tile_cols = layout.tile_cols();
         let first_col = |t: &[u32; 6]| match &c_grid {
             // A paired tile's first block (its two lie in one window of the group's columns).

@@ -39,6 +39,13 @@ pub(super) struct Scratch {
     cand: Vec<(u32, u32, u32)>,
     /// [`exact`]'s best total per subset.
     best: Vec<u32>,
+    /// A run's candidates ordered by decreasing overlap ([`by_overlap`]), and the counts of
+    /// its sort.
+    sorted: Vec<(u32, u32, u32)>,
+    counts: Vec<u32>,
+    /// The sets of one run as bitsets over the row's A positions, `words` 64-bit words each
+    /// (where that is cheaper than merging the lists: [`Sets`]).
+    bits: Vec<u64>,
     taken: Vec<bool>,
     pairs: Vec<[u32; 2]>,
 }
@@ -110,6 +117,50 @@ fn overlap(x: &[u32], y: &[u32]) -> u32 {
         }
     }
     n
+}
+
+/// The sets `S_x` of one run of a row's C blocks, for their pairwise overlaps: the increasing
+/// lists of A positions, or the same sets as bitsets of `words` 64-bit words where a row's
+/// lists are long against its length (then an overlap costs `words` AND + popcount steps, not a
+/// merge of two lists). Both give the same counts.
+enum Sets<'a> {
+    Lists(Vec<&'a [u32]>),
+    Bits { bits: &'a [u64], words: usize },
+}
+
+impl Sets<'_> {
+    fn overlap(&self, x: usize, y: usize) -> u32 {
+        match self {
+            Sets::Lists(l) => overlap(l[x], l[y]),
+            Sets::Bits { bits, words } => {
+                let (bx, by) = (&bits[x * words..(x + 1) * words], &bits[y * words..(y + 1) * words]);
+                bx.iter().zip(by).map(|(u, v)| (u & v).count_ones()).sum()
+            }
+        }
+    }
+}
+
+/// `cand`, generated in increasing `(x, y)`, into `sorted` by decreasing overlap, ties in
+/// increasing `(x, y)`: the order of `sort_by_key((Reverse(o), x, y))`, by a stable counting
+/// sort on the overlap (at most the row's A blocks).
+fn by_overlap(cand: &[(u32, u32, u32)], counts: &mut Vec<u32>, sorted: &mut Vec<(u32, u32, u32)>) {
+    let max = cand.iter().map(|c| c.0).max().unwrap_or(0) as usize;
+    counts.clear();
+    counts.resize(max + 2, 0);
+    // Bucket `max - o`: the largest overlap first.
+    for c in cand {
+        counts[max - c.0 as usize + 1] += 1;
+    }
+    for o in 1..counts.len() {
+        counts[o] += counts[o - 1];
+    }
+    sorted.clear();
+    sorted.resize(cand.len(), (0, 0, 0));
+    for &c in cand {
+        let at = &mut counts[max - c.0 as usize];
+        sorted[*at as usize] = c;
+        *at += 1;
+    }
 }
 
 /// The tiles of block row `i` of `C = A · B` as pairs of slot values (a dense C's block column,
@@ -191,11 +242,27 @@ pub(super) fn row_tiles(
             hi += 1;
         }
         let run = &s.members[lo..hi];
-        let sets: Vec<&[u32]> = (lo..hi).map(|x| &s.contrib[s.start[x] as usize..s.start[x + 1] as usize]).collect();
+        let list = |x: usize| &s.contrib[s.start[x] as usize..s.start[x + 1] as usize];
+        // Bitsets where a pair's merge (about `2 · mean |S|` steps) would cost more than its
+        // `words` AND + popcount steps.
+        let words = (a_row.len()).div_ceil(64);
+        let listed = (s.start[hi] - s.start[lo]) as usize;
+        let sets = if run.len() > 2 && words * run.len() <= 2 * listed {
+            s.bits.clear();
+            s.bits.resize(words * run.len(), 0);
+            for x in 0..run.len() {
+                for &pos in list(lo + x) {
+                    s.bits[x * words + pos as usize / 64] |= 1 << (pos % 64);
+                }
+            }
+            Sets::Bits { bits: &s.bits, words }
+        } else {
+            Sets::Lists((lo..hi).map(list).collect())
+        };
         s.cand.clear();
         for x in 0..run.len() {
             for y in x + 1..run.len() {
-                let o = overlap(sets[x], sets[y]);
+                let o = sets.overlap(x, y);
                 if o > 0 {
                     s.cand.push((o, x as u32, y as u32));
                 }
@@ -207,9 +274,9 @@ pub(super) fn row_tiles(
         let matched = if run.len() <= EXACT_MAX {
             exact(run.len(), &s.cand, &mut s.best, &mut s.pairs)
         } else {
-            s.cand.sort_unstable_by_key(|&(o, x, y)| (core::cmp::Reverse(o), x, y));
+            by_overlap(&s.cand, &mut s.counts, &mut s.sorted);
             let mut total = 0u64;
-            for &(o, x, y) in &s.cand {
+            for &(o, x, y) in &s.sorted {
                 if !s.taken[x as usize] && !s.taken[y as usize] {
                     s.taken[x as usize] = true;
                     s.taken[y as usize] = true;
@@ -229,7 +296,7 @@ pub(super) fn row_tiles(
         let mut neighbours = 0u64;
         let mut x = 0;
         while x + 1 < run.len() {
-            neighbours += overlap(sets[x], sets[x + 1]) as u64;
+            neighbours += sets.overlap(x, x + 1) as u64;
             x += 2;
         }
         if matched > neighbours {
@@ -260,6 +327,47 @@ mod tests {
         }
         free.push(i);
         best
+    }
+
+    #[test]
+    fn bitset_overlaps_and_the_counting_sort_match_the_merge_and_the_sort() {
+        let mut rng = SmallRng::seed_from_u64(rand::random());
+        for _ in 0..200 {
+            // Sets of A positions in a row of `len` blocks, some empty, some full.
+            let len = rng.random_range(1..200usize);
+            let n = rng.random_range(1..24usize);
+            let lists: Vec<Vec<u32>> = (0..n)
+                .map(|_| {
+                    let d = [0.0, 0.05, 0.5, 1.0][rng.random_range(0..4)];
+                    (0..len as u32).filter(|_| rng.random_bool(d)).collect()
+                })
+                .collect();
+            let words = len.div_ceil(64);
+            let mut bits = vec![0u64; words * n];
+            for (x, l) in lists.iter().enumerate() {
+                for &p in l {
+                    bits[x * words + p as usize / 64] |= 1 << (p % 64);
+                }
+            }
+            let as_bits = Sets::Bits { bits: &bits, words };
+            let as_lists = Sets::Lists(lists.iter().map(|l| &l[..]).collect());
+            let mut cand = Vec::new();
+            for x in 0..n {
+                for y in x + 1..n {
+                    let o = as_lists.overlap(x, y);
+                    let naive = lists[x].iter().filter(|p| lists[y].contains(p)).count() as u32;
+                    assert_eq!((as_bits.overlap(x, y), o), (naive, naive), "{len} blocks, sets {x} and {y}");
+                    if o > 0 || rng.random_bool(0.1) {
+                        cand.push((o, x as u32, y as u32));
+                    }
+                }
+            }
+            let (mut counts, mut sorted) = (Vec::new(), Vec::new());
+            by_overlap(&cand, &mut counts, &mut sorted);
+            let mut want = cand.clone();
+            want.sort_unstable_by_key(|&(o, x, y)| (core::cmp::Reverse(o), x, y));
+            assert_eq!(sorted, want);
+        }
     }
 
     #[test]

@@ -520,6 +520,35 @@ fn zip_groups_interleaves_each_groups_list() {
     assert_eq!((c.n_records, c.tiles.len(), &c.tiles), (3, 3, &z.tiles));
 }
 
+/// The storing walk that zips each row as it goes ([`walk_zipped`]) stores what
+/// [`zip_groups`] makes of the whole walk: same records, same tiles, for one to four column
+/// groups, every C kind, empty and full rows.
+#[test]
+fn zipped_walk_is_the_walk_zipped() {
+    let seed = seed("zipped_walk_is_the_walk_zipped");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for case in 0..150 {
+        let (mb, kb) = (rng.random_range(1..10usize), rng.random_range(1..16usize));
+        let nb = if case % 3 == 0 { rng.random_range(17..48usize) } else { rng.random_range(1..12usize) };
+        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
+        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        let (ga, gb) = (a.pattern(), b.pattern());
+        for (name, c) in c_patterns(&a, &b, &mut rng) {
+            let cp = c.as_ref().map(Grid::pattern);
+            for (jt, groups) in [(1usize, 1usize), (1, 2), (2, 2), (1, 4), (4, 1)] {
+                let what = format!("seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, {groups} groups of {jt}");
+                let l = plain(jt, c.is_none(), groups);
+                let counted = zip_groups(walk(&ga, &gb, cp.as_ref(), &l, false).unwrap(), &l, None).unwrap();
+                let whole = zip_groups(walk(&ga, &gb, cp.as_ref(), &l, true).unwrap(), &l, Some(counted.n_records)).unwrap();
+                let zipped = walk_zipped(&ga, &gb, cp.as_ref(), &l, counted.n_records, None).unwrap();
+                assert_eq!((&zipped.words, &zipped.tiles, zipped.n_records), (&whole.words, &whole.tiles, whole.n_records), "{what}");
+                assert_eq!((&counted.tiles, counted.n_records), (&whole.tiles, whole.n_records), "{what}: counting pass");
+                assert_eq!(zipped.words.len(), groups * (1 + jt) * zipped.n_records, "{what}: words per record");
+            }
+        }
+    }
+}
+
 /// With two groups, zip_groups puts the records that meet the same A block (word 0) side by
 /// side first, then pairs the rest in order; the record count stays the longer list's.
 #[test]
@@ -585,7 +614,7 @@ fn paired_walk_covers_every_block_once() {
                 let counted = walk(&ga, &gb, cp.as_ref(), &l, false).unwrap();
                 assert_eq!((counted.n_records, &counted.tiles), (rec.n_records, &rec.tiles), "{what}: counting pass");
                 // The storing pass with the counting pass's pairs stores the same records.
-                let again = walk_pairs(&ga, &gb, cp.as_ref(), &l, Some(counted.n_records), Some(&counted.tiles)).unwrap();
+                let again = walk_zipped(&ga, &gb, cp.as_ref(), &l, counted.n_records, Some(&counted.tiles)).unwrap();
                 assert_eq!((&again.words, &again.tiles), (&rec.words, &rec.tiles), "{what}: the storing pass with given pairs");
                 assert_eq!(rec.words.len(), 3 * rec.n_records, "{what}: words per record");
                 // The planner's bound that skips the matching: at most a record per pair, at
