@@ -76,3 +76,16 @@ pub use ops::sddmm::SddmmPlan;
 pub use ops::spgemm::{SpgemmOutput, SpgemmPlan, SpgemmSize};
 pub use ops::spmm::SpmmPlan;
 pub use ops::{PlanOptions, TileChoice, Transpose};
+
+// A context, its matrices and its plans may be moved to and shared with other threads (e.g. the
+// next step's plan made on another thread, on a context of another stream, while the GPU runs
+// this one): checked at compile time.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Context>();
+    send_sync::<SpmmPlan>();
+    send_sync::<SddmmPlan>();
+    send_sync::<SpgemmPlan>();
+    send_sync::<DeviceBsr<half::f16>>();
+    send_sync::<DeviceMatrix<f32>>();
+};

@@ -40,25 +40,34 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
     let groups = rows.div_ceil(m);
     let mut out = Merged { row_ptr: Vec::with_capacity(groups + 1), kidx: Vec::new(), blocks: Vec::new() };
     out.row_ptr.push(0);
-    // (K index, row in the group, block) of one group, sorted by K.
-    let mut entries: Vec<(u32, usize, u32)> = Vec::new();
+    let end = row_ptr.last().map_or(0, |&e| e as usize);
+    let k_len = kidx[..end].iter().max().map_or(0, |&k| k as usize + 1);
+    // Per K index: the last group that holds it (1-based, 0: none yet), and its position in
+    // that group's merged row.
+    let (mut seen, mut pos_of) = (vec![0u32; k_len], vec![0u32; k_len]);
+    // The group's K indices, each once.
+    let mut ks: Vec<u32> = Vec::new();
     for g in 0..groups {
-        entries.clear();
-        for h in 0..m.min(rows - g * m) {
-            let r = g * m + h;
-            let (lo, hi) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
-            entries.extend(kidx[lo..hi].iter().enumerate().map(|(i, &k)| (k, h, block(lo + i))));
-        }
-        entries.sort_unstable();
-        let mut last = None;
-        for &(k, h, blk) in &entries {
-            if last != Some(k) {
-                out.kidx.push(k);
-                out.blocks.extend(std::iter::repeat_n(NO_BLOCK, m));
-                last = Some(k);
+        let (first, last) = (g * m, (g * m + m).min(rows));
+        let stamp = g as u32 + 1;
+        ks.clear();
+        for &k in &kidx[row_ptr[first] as usize..row_ptr[last] as usize] {
+            if seen[k as usize] != stamp {
+                seen[k as usize] = stamp;
+                ks.push(k);
             }
-            let at = out.blocks.len() - m + h;
-            out.blocks[at] = blk;
+        }
+        ks.sort_unstable();
+        let base = out.kidx.len();
+        for (j, &k) in ks.iter().enumerate() {
+            pos_of[k as usize] = (base + j) as u32;
+        }
+        out.kidx.extend_from_slice(&ks);
+        out.blocks.resize(out.kidx.len() * m, NO_BLOCK);
+        for (h, r) in (first..last).enumerate() {
+            for q in row_ptr[r] as usize..row_ptr[r + 1] as usize {
+                out.blocks[pos_of[kidx[q] as usize] as usize * m + h] = block(q);
+            }
         }
         let positions =
             u32::try_from(out.kidx.len()).map_err(|_| Error::TooLarge { what: "merged stream positions", value: out.kidx.len() })?;

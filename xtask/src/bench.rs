@@ -224,6 +224,9 @@ pub struct Row {
     pub peer_tuned_tflops: Option<f64>,
     /// Ours over PyTorch tuned.
     pub ours_over_tuned: Option<f64>,
+    /// Host time of the row's plan (`plan_spmm_with`, `plan_dense_sparse`, `plan_sddmm`: the
+    /// pattern's work list and its upload), the median of [`PLAN_REPS`] plans.
+    pub plan_ms: Option<f64>,
     /// The same case for the peers' script.
     #[serde(skip)]
     pub peer_case: Option<serde_json::Value>,
@@ -513,7 +516,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
         self.ctx.upload_bsr_batch(&mats).map_err(err)
     }
 
-    /// SpMM `C = op(A) · op(B)` timed. Returns (ms, kernel).
+    /// SpMM `C = op(A) · op(B)` timed. Returns (ms, kernel, plan ms).
     #[allow(clippy::too_many_arguments)]
     fn spmm(
         &mut self,
@@ -524,9 +527,9 @@ impl<'a, T: InputElement> Bench<'a, T> {
         n: usize,
         opts: &PlanOptions,
         rotate: bool,
-    ) -> Res<(f64, String)> {
+    ) -> Res<(f64, String, f64)> {
         let (ctx, reps) = (self.ctx, self.args.timing());
-        let plan = ctx.plan_spmm_with(a, op_a, n, opts).map_err(err)?;
+        let (plan, plan_ms) = timed_plan(ctx, || ctx.plan_spmm_with(a, op_a, n, opts))?;
         let kernel = crate::plan_label(&plan);
         let (rows, k) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
         let batch = a.batch();
@@ -541,13 +544,13 @@ impl<'a, T: InputElement> Bench<'a, T> {
         let bs: Vec<MatRef<'_, T>> = (0..copies).map(|copy| logical(pool, batch, k, n, b_layout, copy)).collect();
         let c = outs.get_mut(&(batch, crow, ccol)).expect("made above");
         let ms = time_ms(ctx, reps, |i| ctx.spmm(&plan, 1.0, a, bs[i % copies], 0.0, out_view(c, c_layout)).map_err(err))?;
-        Ok((ms, kernel))
+        Ok((ms, kernel, plan_ms))
     }
 
-    /// Dense × sparse `C = op(X) · op(A)` (C row-major) timed.
-    fn dense_sparse(&mut self, a: &DeviceBsr<T>, x_layout: Layout, op_a: Transpose, m: usize) -> Res<(f64, String)> {
+    /// Dense × sparse `C = op(X) · op(A)` (C row-major) timed. Returns (ms, kernel, plan ms).
+    fn dense_sparse(&mut self, a: &DeviceBsr<T>, x_layout: Layout, op_a: Transpose, m: usize) -> Res<(f64, String, f64)> {
         let (ctx, reps) = (self.ctx, self.args.timing());
-        let plan = ctx.plan_dense_sparse(a, op_a, m).map_err(err)?;
+        let (plan, plan_ms) = timed_plan(ctx, || ctx.plan_dense_sparse(a, op_a, m))?;
         let kernel = crate::plan_label(&plan);
         let (k, n) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
         let batch = a.batch();
@@ -557,13 +560,13 @@ impl<'a, T: InputElement> Bench<'a, T> {
         let x = logical(pool, batch, m, k, x_layout, 0);
         let c = outs.get_mut(&(batch, m, n)).expect("made above");
         let ms = time_ms(ctx, reps, |_| ctx.dense_sparse(&plan, 1.0, x, a, 0.0, c.view_mut()).map_err(err))?;
-        Ok((ms, kernel))
+        Ok((ms, kernel, plan_ms))
     }
 
-    /// SDDMM at `c`'s pattern with inner dimension `k` timed.
-    fn sddmm(&mut self, c: &mut DeviceBsr<T>, x_layout: Layout, y_layout: Layout, k: usize) -> Res<(f64, String)> {
+    /// SDDMM at `c`'s pattern with inner dimension `k` timed. Returns (ms, kernel, plan ms).
+    fn sddmm(&mut self, c: &mut DeviceBsr<T>, x_layout: Layout, y_layout: Layout, k: usize) -> Res<(f64, String, f64)> {
         let (ctx, reps) = (self.ctx, self.args.timing());
-        let plan = ctx.plan_sddmm(c, k).map_err(err)?;
+        let (plan, plan_ms) = timed_plan(ctx, || ctx.plan_sddmm(c, k))?;
         let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
         let (m, n, batch) = (c.nrows(), c.ncols(), c.batch());
         self.pool.get(ctx, key3(batch, m, k, x_layout), 0, &mut self.rng)?;
@@ -571,7 +574,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
         let x = logical(&self.pool, batch, m, k, x_layout, 0);
         let y = logical(&self.pool, batch, k, n, y_layout, 1);
         let ms = time_ms(ctx, reps, |_| ctx.sddmm(&plan, 1.0, x, y, 0.0, c).map_err(err))?;
-        Ok((ms, kernel))
+        Ok((ms, kernel, plan_ms))
     }
 }
 
@@ -617,6 +620,25 @@ fn t(o: Transpose) -> &'static str {
 }
 
 /// What the rows of one case share: the problem, its pattern and the dense time of its shape.
+/// Plans made of each row's case for its planning time ([`Row::plan_ms`]: their median).
+const PLAN_REPS: usize = 3;
+
+/// The last of [`PLAN_REPS`] plans made by `plan`, and the median of their host times (ms,
+/// each until the stream has taken the plan's uploads).
+fn timed_plan<P>(ctx: &Context, mut plan: impl FnMut() -> blocksparse::Result<P>) -> Res<(P, f64)> {
+    let mut times = Vec::with_capacity(PLAN_REPS);
+    let mut last = None;
+    for _ in 0..PLAN_REPS {
+        drop(last.take());
+        let t0 = std::time::Instant::now();
+        last = Some(plan().map_err(err)?);
+        ctx.stream().synchronize().map_err(|e| e.to_string())?;
+        times.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((last.ok_or("no plan")?, times[PLAN_REPS / 2]))
+}
+
 #[derive(Clone, Copy)]
 struct CaseInfo<'a> {
     dtype: DType,
@@ -632,8 +654,8 @@ struct CaseInfo<'a> {
 }
 
 impl CaseInfo<'_> {
-    /// A result row: `op` ran `kernel` in `ms`.
-    fn row(&self, op: String, kernel: String, ms: f64) -> Row {
+    /// A result row: `op` ran `kernel` in `ms`, its plan made in `plan_ms`.
+    fn row(&self, op: String, kernel: String, ms: f64, plan_ms: f64) -> Row {
         let (batch, m, n, k) = self.shape;
         let mut row = Row {
             op,
@@ -649,6 +671,7 @@ impl CaseInfo<'_> {
             nnzb: self.nnzb,
             ms,
             tflops: tflops(self.flops, ms),
+            plan_ms: Some(plan_ms),
             ..Row::default()
         };
         row.set_dense(self.dense_ms);
@@ -730,9 +753,9 @@ fn run_dtype<T: InputElement>(
                         {
                             continue;
                         }
-                        let (ms, kernel) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
+                        let (ms, kernel, plan_ms) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
                         let info = CaseInfo { dtype: dt, shape: (1, m, n, k), bs, pattern: &pattern, density, nnzb, flops, dense_ms };
-                        let mut r = info.row(label.clone(), kernel, ms);
+                        let mut r = info.row(label.clone(), kernel, ms, plan_ms);
                         if pattern == "uniform" && label == "spmm" {
                             r.peer_case =
                                 Some(peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune && density == args.densities[0]));
@@ -772,8 +795,8 @@ fn run_dtype<T: InputElement>(
                     for cl in [Layout::RowMajor, Layout::ColMajor] {
                         bar.set_message(format!("{dt} spmm A{} B{} C{} b{bs}", t(op_a), short(bl), short(cl)));
                         let plain_ms = plain(&mut b)?;
-                        let (ms, kernel) = b.spmm(&a, op_a, bl, cl, n, &PlanOptions::default(), false)?;
-                        let mut r = info.row(format!("spmm A{} B{} C{}", t(op_a), short(bl), short(cl)), kernel, ms);
+                        let (ms, kernel, plan_ms) = b.spmm(&a, op_a, bl, cl, n, &PlanOptions::default(), false)?;
+                        let mut r = info.row(format!("spmm A{} B{} C{}", t(op_a), short(bl), short(cl)), kernel, ms, plan_ms);
                         r.vs_plain = Some(ms / plain_ms);
                         // PyTorch on the two single-transpose forms (its plain form is the main row).
                         if cl == Layout::RowMajor && (op_a == Transpose::Yes) != (bl == Layout::ColMajor) {
@@ -788,8 +811,8 @@ fn run_dtype<T: InputElement>(
                 for op_a in [Transpose::No, Transpose::Yes] {
                     bar.set_message(format!("{dt} dense x sparse X{} A{} b{bs}", short(xl), t(op_a)));
                     let plain_ms = plain(&mut b)?;
-                    let (ms, kernel) = b.dense_sparse(&a, xl, op_a, m)?;
-                    let mut r = info.row(format!("dxs X{} A{} CR", short(xl), t(op_a)), kernel, ms);
+                    let (ms, kernel, plan_ms) = b.dense_sparse(&a, xl, op_a, m)?;
+                    let mut r = info.row(format!("dxs X{} A{} CR", short(xl), t(op_a)), kernel, ms, plan_ms);
                     r.vs_plain = Some(ms / plain_ms);
                     rows.push(r);
                 }
@@ -803,8 +826,9 @@ fn run_dtype<T: InputElement>(
                     bar.set_message(format!("{dt} sddmm X{} Y{} b{bs}", short(xl), short(yl)));
                     // Dense cuBLAS re-timed right before, for the same reason as plain SpMM above.
                     let dense_now = b.dense_fresh(1, m, k, n)?;
-                    let (ms, kernel) = b.sddmm(&mut c, xl, yl, n)?;
-                    let mut r = CaseInfo { dense_ms: dense_now, ..sinfo }.row(format!("sddmm X{} Y{}", short(xl), short(yl)), kernel, ms);
+                    let (ms, kernel, plan_ms) = b.sddmm(&mut c, xl, yl, n)?;
+                    let mut r =
+                        CaseInfo { dense_ms: dense_now, ..sinfo }.row(format!("sddmm X{} Y{}", short(xl), short(yl)), kernel, ms, plan_ms);
                     // PyTorch on the attention (Q·Kᵀ) and weight-gradient (dyᵀ·x) forms.
                     if xl != yl {
                         r.peer_case = Some(peer("sddmm", bs, density, 1, (m, k, n), xl == Layout::ColMajor, yl == Layout::ColMajor, false));
@@ -825,14 +849,14 @@ fn run_dtype<T: InputElement>(
             let nnzb = mask.iter().filter(|&&x| x).count();
             let a = b.bsr(batch, s, s, bs, &mask)?;
             let flops = 2.0 * (batch * nnzb * bs * bs * s) as f64;
-            let (ms, kernel) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, s, &PlanOptions::default(), false)?;
+            let (ms, kernel, plan_ms) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, s, &PlanOptions::default(), false)?;
             let info = CaseInfo { dtype: dt, shape: (batch, s, s, s), bs, pattern: "uniform", density, nnzb, flops, dense_ms };
-            let mut r = info.row("spmm batched".into(), kernel, ms);
+            let mut r = info.row("spmm batched".into(), kernel, ms, plan_ms);
             r.peer_case = Some(peer("spmm", bs, density, batch, (s, s, s), false, false, false));
             rows.push(r);
             let mut c = b.ctx.zeros_bsr_like::<T, T>(&a, batch).map_err(err)?;
-            let (ms, kernel) = b.sddmm(&mut c, Layout::RowMajor, Layout::ColMajor, s)?;
-            let mut r = info.row("sddmm batched XR YC".into(), kernel, ms);
+            let (ms, kernel, plan_ms) = b.sddmm(&mut c, Layout::RowMajor, Layout::ColMajor, s)?;
+            let mut r = info.row("sddmm batched XR YC".into(), kernel, ms, plan_ms);
             r.peer_case = Some(peer("sddmm", bs, density, batch, (s, s, s), false, true, false));
             rows.push(r);
             bar.inc(1);
@@ -958,7 +982,7 @@ pub fn run(args: Args) -> Res<bool> {
         );
         println!("torch: PyTorch Triton BSR (GPU time), default params / tuned for this GPU; ours/tuned: our TF/s over tuned torch");
         println!(
-            "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>9} {:>8}",
+            "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>9} {:>8} {:>8}",
             "op",
             "dtype",
             "batch x MxNxK",
@@ -973,12 +997,13 @@ pub fn run(args: Args) -> Res<bool> {
             "speedup",
             "torch",
             "torch tun",
-            "ours/tun"
+            "ours/tun",
+            "plan ms"
         );
         let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |t| format!("{t:.p$}"));
         for r in &rows {
             println!(
-                "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>6} {:>6.2}x {:>7} {:>9} {:>8}",
+                "{:<20} {:<5} {:>18} {:>5} {:>9} {:>7.4} {:>8.3} {:>8.1} {:>8.1} {:>8.3} {:>6} {:>6.2}x {:>7} {:>9} {:>8} {:>8}",
                 r.op,
                 r.dtype,
                 format!("{}x{}x{}x{}", r.batch, r.m, r.n, r.k),
@@ -993,7 +1018,8 @@ pub fn run(args: Args) -> Res<bool> {
                 r.speedup,
                 opt(r.peer_tflops, 1),
                 opt(r.peer_tuned_tflops, 1),
-                opt(r.ours_over_tuned, 2)
+                opt(r.ours_over_tuned, 2),
+                opt(r.plan_ms, 2)
             );
         }
     }
