@@ -253,6 +253,10 @@ pub enum Error {
     /// memory per block than the device allows).
     #[error("no kernel available: {0}")]
     KernelUnavailable(String),
+    /// A check of the library's own work failed (a planner thread that did not finish, two
+    /// passes of a planner that disagree): a bug in the library, with what was found.
+    #[error("internal error (a bug in blocksparse): {0}")]
+    Internal(String),
 }
 
 /// `Result` with the library's [`Error`].

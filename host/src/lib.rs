@@ -61,6 +61,7 @@ pub mod matrix;
 mod merge;
 pub mod ops;
 mod pairs;
+mod par;
 pub mod plan;
 
 pub use blocksparse_abi as abi;

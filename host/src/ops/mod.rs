@@ -99,6 +99,11 @@ pub struct PlanOptions {
     /// along K (the fix-up kernel writes a split tile's blocks in column order);
     /// `Some(false)`: neighbours.
     pub pair_columns: Option<bool>,
+    /// SpGEMM: how many host threads walk the product's rows when the plan is made (each a
+    /// contiguous range of block rows; the plan is the same whatever the count). `None`: one
+    /// below 65,536 block pairs, else the host's available parallelism up to 8; `Some(1)`:
+    /// the calling thread only.
+    pub threads: Option<usize>,
 }
 
 /// The kernel family and tile a plan launches.

@@ -22,6 +22,7 @@
 //! v14). Long record lists are split into pieces summed by the fix-up kernel in a fixed order:
 //! the result is deterministic.
 
+use core::ops::Range;
 use std::sync::Arc;
 
 use blocksparse_abi::{
@@ -234,14 +235,21 @@ struct Records {
 /// (a column group, before [`zip_groups`]), in increasing K (A's column order), counted, or also
 /// stored when `store` (the tiles are listed either way). `c` is C's pattern for a block-sparse
 /// C (`None`: dense).
+#[cfg(test)]
 fn walk(a: &BlockPattern, b: &BlockPattern, c: Option<&BlockPattern>, l: &Layout2, store: bool) -> Result<Records> {
-    walk_pairs(a, b, c, l, store.then_some(0), None, false)
+    walk_pairs(a, b, c, l, all_rows(a), store.then_some(0), None, false)
+}
+
+/// Every block row of A.
+fn all_rows(a: &BlockPattern) -> Range<usize> {
+    0..a.row_ptr.len().saturating_sub(1)
 }
 
 /// The plan's records: [`walk`] storing them, with the column groups of each row's tiles zipped
 /// as the row is walked (what [`zip_groups`] makes of the whole walk, without holding the
 /// unzipped records), on a paired layout with the tiles of the counting pass (`given`).
 /// `records` is the zipped records' count (for one allocation).
+#[cfg(test)]
 fn walk_zipped(
     a: &BlockPattern,
     b: &BlockPattern,
@@ -250,19 +258,104 @@ fn walk_zipped(
     records: usize,
     given: Option<&[[u32; 6]]>,
 ) -> Result<Records> {
-    walk_pairs(a, b, c, l, Some(records), given, true)
+    walk_pairs(a, b, c, l, all_rows(a), Some(records), given, true)
 }
 
-/// [`walk`], on a paired layout with the tiles of an earlier walk of the same product and layout
-/// (`given`, in row order) instead of pairing the rows again; `store` is `Some` (with the
+/// The planner's walks over every block row on `threads` threads, each a contiguous range of
+/// rows of about equal pairs, joined in row order: the records and tiles of the one-thread
+/// walk. Counting ([`walk`] without storing) where `stored` is `None`; else storing with the
+/// column groups zipped ([`walk_zipped`]), `stored` being the counting pass's zipped tiles (in
+/// row order: where each range's records start in the result). `given`: as [`walk_pairs`].
+#[allow(clippy::too_many_arguments)]
+fn walk_rows(
+    a: &BlockPattern,
+    b: &BlockPattern,
+    c: Option<&BlockPattern>,
+    l: &Layout2,
+    stored: Option<(&[[u32; 6]], usize)>,
+    given: Option<&[[u32; 6]]>,
+    threads: usize,
+) -> Result<Records> {
+    let rows = all_rows(a);
+    // A row's weight: its pairs, and one for its tiles.
+    let weight = |i: usize| -> u64 {
+        (a.row_ptr[i]..a.row_ptr[i + 1])
+            .map(|p| {
+                let k = a.col_idx[p as usize] as usize;
+                (b.row_ptr[k + 1] - b.row_ptr[k]) as u64
+            })
+            .sum::<u64>()
+            + 1
+    };
+    let ranges = crate::par::balanced_ranges(rows.end, threads, weight);
+    let Some((tiles, records)) = stored else {
+        if ranges.len() == 1 {
+            return walk_pairs(a, b, c, l, all_rows(a), None, given, false);
+        }
+        let parts = crate::par::for_ranges(&ranges, &mut vec![(); ranges.len()], |_, r, _| walk_pairs(a, b, c, l, r, None, given, false))?;
+        return join_records(parts);
+    };
+    if ranges.len() == 1 {
+        return walk_pairs(a, b, c, l, all_rows(a), Some(records), given, true);
+    }
+    // Each range's records in place in the result's words, where the counting pass put them.
+    let rec_words = if l.groups > 1 { l.groups * l.group_words() } else { l.group_words() };
+    let first_record = |row: usize| tiles.get(tiles.partition_point(|t| (t[0] as usize) < row)).map_or(records, |t| t[4] as usize);
+    let starts: Vec<usize> = ranges.iter().map(|r| first_record(r.start)).chain([records]).collect();
+    let mut words = vec![0u32; records * rec_words];
+    let mut slices = Vec::with_capacity(ranges.len());
+    let mut rest = &mut words[..];
+    for w in starts.windows(2) {
+        let (head, tail) = rest.split_at_mut((w[1] - w[0]) * rec_words);
+        slices.push(head);
+        rest = tail;
+    }
+    let parts = crate::par::for_ranges(&ranges, &mut slices, |i, r, slice| {
+        let expect = starts[i + 1] - starts[i];
+        let part = walk_pairs(a, b, c, l, r, Some(expect), given, true)?;
+        if part.n_records != expect || part.words.len() != slice.len() {
+            return Err(Error::Internal(format!(
+                "the storing walk of rows {:?} made {} records where the counting pass found {expect}",
+                ranges[i], part.n_records
+            )));
+        }
+        slice.copy_from_slice(&part.words);
+        Ok(Records { words: Vec::new(), ..part })
+    })?;
+    let mut out = join_records(parts)?;
+    out.words = words;
+    Ok(out)
+}
+
+/// Walks of consecutive row ranges joined in row order: their tiles with the records
+/// renumbered from each part's first, their words (where stored) one after another.
+fn join_records(parts: Vec<Records>) -> Result<Records> {
+    let mut out = Records::default();
+    for part in parts {
+        let base = out.n_records;
+        if base + part.n_records > u32::MAX as usize - 1 || out.tiles.len() + part.tiles.len() > i32::MAX as usize {
+            return Err(Error::TooLarge { what: "stage records of the product", value: base + part.n_records });
+        }
+        out.words.extend_from_slice(&part.words);
+        out.tiles.extend(part.tiles.iter().map(|t| [t[0], t[1], t[2], t[3], t[4] + base as u32, t[5] + base as u32]));
+        out.n_records += part.n_records;
+    }
+    Ok(out)
+}
+
+/// [`walk`] of the block rows `rows`, on a paired layout with the tiles of an earlier walk of the
+/// same product and layout (`given`, every row's, in row order) instead of pairing the rows
+/// again; the records are numbered from the range's first; `store` is `Some` (with the
 /// records' count where the counting pass knows it, for one allocation) to store the records;
 /// with `zip`, each row's column groups are zipped ([`zip_into`]) into the result as the row
 /// is done.
+#[allow(clippy::too_many_arguments)]
 fn walk_pairs(
     a: &BlockPattern,
     b: &BlockPattern,
     c: Option<&BlockPattern>,
     l: &Layout2,
+    rows: Range<usize>,
     store: Option<usize>,
     given: Option<&[[u32; 6]]>,
     zip: bool,
@@ -288,9 +381,8 @@ fn walk_pairs(
     let mut next_rec: Vec<usize> = Vec::new();
     // A paired layout's tiles of the current row.
     let (mut scratch, mut pairs) = (pairing::Scratch::default(), Vec::new());
-    let mut given_at = 0;
-    let rows = a.row_ptr.len().saturating_sub(1);
-    for i in 0..rows {
+    let mut given_at = given.map_or(0, |g| g.partition_point(|t| (t[0] as usize) < rows.start));
+    for i in rows {
         let (n_tiles, c_begin, c_len) = match c {
             _ if l.pair => {
                 pairs.clear();
@@ -515,8 +607,10 @@ struct Symbolic {
     layout: Layout2,
     /// C block columns per N-tile group of the plan's order ([`group_tiles_by_columns`]).
     group_cols: u64,
-    /// A paired layout's tiles as the counting pass chose them (empty otherwise).
-    pairs: Vec<[u32; 6]>,
+    /// The counting pass's tiles, zipped (a paired layout's: its pairs as chosen).
+    tiles: Vec<[u32; 6]>,
+    /// Host threads of the walks ([`PlanOptions::threads`]).
+    threads: usize,
 }
 
 /// Block columns of C over which a paired plan's blocks are matched at most
@@ -687,15 +781,17 @@ impl Context {
         {
             layout.matching = false;
         }
-        let mut pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+        let threads = crate::par::threads_for(opts.threads, counts.pairs as u64);
+        let mut pre = walk_rows(&ga, &gb, c_grid.as_ref(), &layout, None, None, threads)?;
         if let Some((resident, stages_per_record)) = split_params.filter(|_| layout.matching)
             && (splits_any(&pre.tiles, to_u32("batch", a.batch)?, resident, stages_per_record)
                 || (pre.n_records as u64 * stages_per_record as u64) < PAIR_MIN_STAGES_PER_TILE * pre.tiles.len() as u64)
         {
             layout.matching = false;
-            pre = walk(&ga, &gb, c_grid.as_ref(), &layout, false)?;
+            pre = walk_rows(&ga, &gb, c_grid.as_ref(), &layout, None, None, threads)?;
         }
-        // The storing pass holds one row's records before the zip beside the zipped ones.
+        // The storing pass holds one row's records before the zip (per thread) beside the
+        // zipped ones.
         let row_bytes = if layout.groups > 1 {
             let row = |r: &[[u32; 6]]| 4 * layout.group_words() * r.iter().map(|t| (t[5] - t[4]) as usize).sum::<usize>() + 24 * r.len();
             pre.tiles.chunk_by(|x, y| x[0] == y[0]).map(row).max().unwrap_or(0)
@@ -720,18 +816,23 @@ impl Context {
         let device_bytes = 4 * w * rec.n_records
             + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
             + product.as_ref().map_or(0, |(_, ci)| 4 * ci.len());
-        // The counting pass holds the walk's tiles and the zipped ones; the storing pass the
-        // records, their tiles, one row before the zip, and the work items (the list and its
-        // upload); both C's product pattern and a paired layout's tiles.
-        let counting = 24 * pre_tiles + 24 * rec.tiles.len();
-        let storing =
-            4 * w * rec.n_records + 24 * rec.tiles.len() + row_bytes + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch;
-        let host_bytes = counting.max(storing) + product_bytes + if layout.pair { 24 * rec.tiles.len() } else { 0 };
+        // The counting pass holds the walk's tiles (twice, joining the threads' parts) and the
+        // zipped ones; the storing pass the records (twice on several threads: each thread's
+        // part, then in place), their tiles, one row before the zip per thread, and the work
+        // items (the list and its upload); both C's product pattern and the counting pass's
+        // zipped tiles.
+        let parts = if threads > 1 { 2 } else { 1 };
+        let counting = 24 * parts * pre_tiles + 24 * rec.tiles.len();
+        let storing = 4 * w * rec.n_records * parts
+            + 24 * rec.tiles.len() * parts
+            + row_bytes * threads
+            + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch;
+        let host_bytes = counting.max(storing) + product_bytes + 24 * rec.tiles.len();
         let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.tiles.len(), device_bytes, host_bytes };
-        // A paired walk's tiles, kept for the storing pass (the pairs are not chosen twice); a
-        // paired layout has one column group, so `zip_groups` left them as the walk listed them.
-        let pairs = if layout.pair { rec.tiles } else { Vec::new() };
-        Ok((Symbolic { size, product, layout, group_cols, pairs }, choice))
+        // The zipped tiles, kept for the storing pass: where each row's records start, and a
+        // paired walk's pairs (not chosen twice; a paired layout has one column group, so
+        // `zip_groups` left them as the walk listed them).
+        Ok((Symbolic { size, product, layout, group_cols, tiles: rec.tiles, threads }, choice))
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
@@ -799,8 +900,8 @@ impl Context {
             _ => None,
         };
         let c_grid = c_pattern.as_deref().map(grid);
-        let given = layout.pair.then_some(&sym.pairs[..]);
-        let mut rec = walk_zipped(&ga, &gb, c_grid.as_ref(), &layout, sym.size.records, given)?;
+        let given = layout.pair.then_some(&sym.tiles[..]);
+        let mut rec = walk_rows(&ga, &gb, c_grid.as_ref(), &layout, Some((&sym.tiles, sym.size.records)), given, sym.threads)?;
         let tile_cols = layout.tile_cols();
         let first_col = |t: &[u32; 6]| match &c_grid {
             // A paired tile's first block (its two lie in one window of the group's columns).

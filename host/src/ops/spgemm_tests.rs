@@ -520,6 +520,16 @@ fn zip_groups_interleaves_each_groups_list() {
     assert_eq!((c.n_records, c.tiles.len(), &c.tiles), (3, 3, &z.tiles));
 }
 
+/// Case `case`'s random A and B ([`random_grid`]): 1 to `mb_end - 1` block rows, 1–15 blocks
+/// along K, 1–11 block columns of B, or 17–47 every third case.
+fn random_operands(case: usize, mb_end: usize, rng: &mut SmallRng) -> (Grid, Grid) {
+    let (mb, kb) = (rng.random_range(1..mb_end), rng.random_range(1..16usize));
+    let nb = if case.is_multiple_of(3) { rng.random_range(17..48usize) } else { rng.random_range(1..12usize) };
+    let a = Grid::new(random_grid(mb, kb, rng), mb, kb);
+    let b = Grid::new(random_grid(kb, nb, rng), kb, nb);
+    (a, b)
+}
+
 /// The storing walk that zips each row as it goes ([`walk_zipped`]) stores what
 /// [`zip_groups`] makes of the whole walk: same records, same tiles, for one to four column
 /// groups, every C kind, empty and full rows.
@@ -528,10 +538,8 @@ fn zipped_walk_is_the_walk_zipped() {
     let seed = seed("zipped_walk_is_the_walk_zipped");
     let mut rng = SmallRng::seed_from_u64(seed);
     for case in 0..150 {
-        let (mb, kb) = (rng.random_range(1..10usize), rng.random_range(1..16usize));
-        let nb = if case % 3 == 0 { rng.random_range(17..48usize) } else { rng.random_range(1..12usize) };
-        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
-        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        let (a, b) = random_operands(case, 10, &mut rng);
+        let (mb, kb, nb) = (a.rows, a.cols, b.cols);
         let (ga, gb) = (a.pattern(), b.pattern());
         for (name, c) in c_patterns(&a, &b, &mut rng) {
             let cp = c.as_ref().map(Grid::pattern);
@@ -544,6 +552,48 @@ fn zipped_walk_is_the_walk_zipped() {
                 assert_eq!((&zipped.words, &zipped.tiles, zipped.n_records), (&whole.words, &whole.tiles, whole.n_records), "{what}");
                 assert_eq!((&counted.tiles, counted.n_records), (&whole.tiles, whole.n_records), "{what}: counting pass");
                 assert_eq!(zipped.words.len(), groups * (1 + jt) * zipped.n_records, "{what}: words per record");
+            }
+        }
+    }
+}
+
+/// The planner's walks on several threads (contiguous row ranges, joined in row order) make
+/// the one-thread walks' records and tiles: counting and storing, zipped groups and paired
+/// layouts (with the counting pass's pairs given), every C kind, one to seven threads.
+#[test]
+fn walks_on_threads_match_one_thread() {
+    let seed = seed("walks_on_threads_match_one_thread");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for case in 0..40 {
+        let (a, b) = random_operands(case, 14, &mut rng);
+        let (mb, kb, nb) = (a.rows, a.cols, b.cols);
+        let (ga, gb) = (a.pattern(), b.pattern());
+        for (name, c) in c_patterns(&a, &b, &mut rng) {
+            let cp = c.as_ref().map(Grid::pattern);
+            let plain_l = |jt, groups| plain(jt, c.is_none(), groups);
+            let layouts = [
+                plain_l(2, 1),
+                plain_l(1, 2),
+                plain_l(2, 2),
+                Layout2 { pair: true, ..plain_l(2, 1) },
+                Layout2 { pair: true, matching: true, window: 8, ..plain_l(2, 1) },
+            ];
+            for l in &layouts {
+                let one = zip_groups(walk_rows(&ga, &gb, cp.as_ref(), l, None, None, 1).unwrap(), l, None).unwrap();
+                let given = l.pair.then_some(&one.tiles[..]);
+                let stored = walk_rows(&ga, &gb, cp.as_ref(), l, Some((&one.tiles, one.n_records)), given, 1).unwrap();
+                assert_eq!((&stored.tiles, stored.n_records), (&one.tiles, one.n_records));
+                for threads in [2, 3, 7] {
+                    let what = format!(
+                        "seed {seed} case {case}: {mb}x{kb}x{nb} blocks, C {name}, {} groups of {}, pair {} matching {}, {threads} threads",
+                        l.groups, l.j_per_tile, l.pair, l.matching
+                    );
+                    let counted = walk_rows(&ga, &gb, cp.as_ref(), l, None, None, threads).unwrap();
+                    let counted = zip_groups(counted, l, None).unwrap();
+                    assert_eq!((&counted.tiles, counted.n_records), (&one.tiles, one.n_records), "{what}: counting");
+                    let st = walk_rows(&ga, &gb, cp.as_ref(), l, Some((&one.tiles, one.n_records)), given, threads).unwrap();
+                    assert_eq!((&st.words, &st.tiles, st.n_records), (&stored.words, &stored.tiles, stored.n_records), "{what}: storing");
+                }
             }
         }
     }

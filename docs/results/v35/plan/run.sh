@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # v35: the SpGEMM planner's pairing by bitsets and each row zipped as it is walked (plans
 # unchanged). The SpGEMM sweep on both paths, then the BSR x BSR suite with main's planner
-# (target/base2/xtask: main plus the bench's median of five plans) and this one, in the order
+# ($BASE, default target/base2/xtask: main plus the bench's median of five plans, from
+# ${CARRY:-target/carry35}/x.tar.xz) and this one, in the order
 # base, new, new, base; the planning times (median of five plans per row) side by side.
 set -uo pipefail
 # shellcheck source=tools/device-prelude.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../../../tools/device-prelude.sh"
-[[ -x target/base2/xtask ]] || tar xJf target/carry35/x.tar.xz
+BASE="${BASE:-target/base2/xtask}"
+[[ -x "$BASE" ]] || tar xJf "${CARRY:-target/carry35}/x.tar.xz"
 step validate_hopper_spgemm "$XTASK" validate --path hopper --no-examples --filter spgemm
 step validate_portable_spgemm "$XTASK" validate --path portable --no-examples --filter spgemm
 B=(bench --no-plain --spgemm --seed 777)
-step b0_base target/base2/xtask "${B[@]}" --json "$LOGS/b0.json"
+step b0_base "$BASE" "${B[@]}" --json "$LOGS/b0.json"
 step b1_new "$XTASK" "${B[@]}" --json "$LOGS/b1.json"
 step b2_new "$XTASK" "${B[@]}" --json "$LOGS/b2.json"
-step b3_base target/base2/xtask "${B[@]}" --json "$LOGS/b3.json"
+step b3_base "$BASE" "${B[@]}" --json "$LOGS/b3.json"
 nproc > "$LOGS/nproc.txt"
 lscpu | grep -E "Model name|^CPU\(s\)" >> "$LOGS/nproc.txt"
 python3 - "$LOGS" > "$LOGS/plan_ms.txt" <<'PY'
