@@ -17,14 +17,17 @@ pub(crate) const MIN_PARALLEL_WORK: u64 = 1 << 16;
 /// v35).
 pub(crate) const MAX_DEFAULT_THREADS: usize = 8;
 
-/// Threads for a walk of `work` units: `requested` ([`PlanOptions::threads`], at least one),
-/// or by default one below [`MIN_PARALLEL_WORK`] and else the host's available parallelism up
-/// to [`MAX_DEFAULT_THREADS`].
+/// At most this many threads when a caller asks for more.
+pub(crate) const MAX_THREADS: usize = 64;
+
+/// Threads for a walk of `work` units: `requested` ([`PlanOptions::threads`], from one to
+/// [`MAX_THREADS`]), or by default one below [`MIN_PARALLEL_WORK`] and else the host's
+/// available parallelism up to [`MAX_DEFAULT_THREADS`].
 ///
 /// [`PlanOptions::threads`]: crate::PlanOptions::threads
 pub(crate) fn threads_for(requested: Option<usize>, work: u64) -> usize {
     match requested {
-        Some(t) => t.max(1),
+        Some(t) => t.clamp(1, MAX_THREADS),
         None if work < MIN_PARALLEL_WORK => 1,
         None => std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_DEFAULT_THREADS)),
     }
@@ -55,9 +58,10 @@ pub(crate) fn balanced_ranges(rows: usize, parts: usize, weight: impl Fn(usize) 
     out
 }
 
-/// `f(i, &ranges[i], &mut items[i])` for every range, each on its own thread (the first on
-/// this one), the results in range order. A thread the system cannot start runs its range on
-/// this thread after the others are started; the first error (in range order) is returned.
+/// `f(i, ranges[i].clone(), &mut items[i])` for every range, each on its own thread (the first
+/// on this one), the results in range order. A thread the system cannot start runs its range on
+/// this thread after the others are started; the first error (in range order) is returned, and
+/// a panic in any range goes on to the caller as it would from this thread.
 pub(crate) fn for_ranges<T: Send, R: Send>(
     ranges: &[Range<usize>],
     items: &mut [T],
@@ -82,7 +86,7 @@ pub(crate) fn for_ranges<T: Send, R: Send>(
                 taken.map(|(r, t)| f(i, r, t))
             });
             match spawned {
-                Ok(h) => handles.push((i, Some(h), job)),
+                Ok(h) => handles.push((i, h)),
                 Err(_) => inline.push((i, job)),
             }
         }
@@ -96,10 +100,11 @@ pub(crate) fn for_ranges<T: Send, R: Send>(
                 out.push((i, f(i, r, t)));
             }
         }
-        for (i, h, _) in handles {
-            let res = match h.map(|h| h.join()) {
-                Some(Ok(Some(res))) => res,
-                _ => Err(Error::Internal("a planner thread failed".into())),
+        for (i, h) in handles {
+            let res = match h.join() {
+                Ok(Some(res)) => res,
+                Ok(None) => Err(Error::Internal(format!("range {i} of a planner walk was not run"))),
+                Err(panic) => std::panic::resume_unwind(panic),
             };
             out.push((i, res));
         }

@@ -619,7 +619,6 @@ fn t(o: Transpose) -> &'static str {
     if o == Transpose::Yes { "T" } else { "N" }
 }
 
-/// What the rows of one case share: the problem, its pattern and the dense time of its shape.
 /// Plans made of each row's case for its planning time ([`Row::plan_ms`]: their median).
 const PLAN_REPS: usize = 3;
 
@@ -639,6 +638,7 @@ fn timed_plan<P>(ctx: &Context, mut plan: impl FnMut() -> blocksparse::Result<P>
     Ok((last.ok_or("no plan")?, times[PLAN_REPS / 2]))
 }
 
+/// What the rows of one case share: the problem, its pattern and the dense time of its shape.
 #[derive(Clone, Copy)]
 struct CaseInfo<'a> {
     dtype: DType,

@@ -100,9 +100,12 @@ pub struct PlanOptions {
     /// `Some(false)`: neighbours.
     pub pair_columns: Option<bool>,
     /// SpGEMM: how many host threads walk the product's rows when the plan is made (each a
-    /// contiguous range of block rows; the plan is the same whatever the count). `None`: one
-    /// below 65,536 block pairs, else the host's available parallelism up to 8; `Some(1)`:
-    /// the calling thread only.
+    /// contiguous range of block rows; the plan's records and work are the same whatever the
+    /// count, its [`SpgemmSize::host_bytes`] grows with it). `None`: one below 65,536 block
+    /// pairs, else the host's available parallelism up to 8; `Some(n)`: `n`, at least 1 and
+    /// at most 64; `Some(1)`: the calling thread only.
+    ///
+    /// [`SpgemmSize::host_bytes`]: crate::SpgemmSize::host_bytes
     pub threads: Option<usize>,
 }
 

@@ -90,7 +90,8 @@ pub struct SpgemmSize {
     /// when the plan is made, for the GPU's size) adds a few items and partial tiles per SM:
     /// [`SpgemmPlan::device_bytes`] has the exact total.
     pub device_bytes: usize,
-    /// Peak bytes of host memory the planner uses.
+    /// Peak bytes of host memory the planner uses (more with more threads:
+    /// [`PlanOptions::threads`], whose default depends on the host).
     pub host_bytes: usize,
 }
 
@@ -220,7 +221,8 @@ impl Layout2 {
     }
 }
 
-/// The records of every tile, built by [`walk`] (or only counted).
+/// The records of every tile, built by [`walk_pairs`] over a range of rows and joined by
+/// [`walk_rows`] (or only counted).
 #[derive(Default)]
 struct Records {
     /// `(records, groups, 1 + j_per_tile)` words (one group before [`zip_groups`]).
@@ -302,6 +304,9 @@ fn walk_rows(
     let rec_words = if l.groups > 1 { l.groups * l.group_words() } else { l.group_words() };
     let first_record = |row: usize| tiles.get(tiles.partition_point(|t| (t[0] as usize) < row)).map_or(records, |t| t[4] as usize);
     let starts: Vec<usize> = ranges.iter().map(|r| first_record(r.start)).chain([records]).collect();
+    if starts.windows(2).any(|w| w[1] < w[0]) {
+        return Err(Error::Internal(format!("the counting pass's tiles place the row ranges' records at {starts:?}")));
+    }
     let mut words = vec![0u32; records * rec_words];
     let mut slices = Vec::with_capacity(ranges.len());
     let mut rest = &mut words[..];
@@ -551,7 +556,8 @@ fn zip_into(rec_words: &[u32], tiles: &[[u32; 6]], l: &Layout2, words: bool, out
                 None => out.words.extend(std::iter::repeat_n(NO_BLOCK, gw)),
             };
             if let (2, [m0, m1]) = (g, members) {
-                // Two groups (a tile of more whose row ends after two is padded as below): the records of both groups that meet the same A block first, side
+                // Two groups (a tile of more groups whose row ends after two is padded as
+                // below): the records of both groups that meet the same A block first, side
                 // by side (the kernel then loads that A slice once), then the others paired in
                 // order. As many stages as the longer list either way; each list is in A's
                 // order (word 0 increasing).
@@ -825,7 +831,7 @@ impl Context {
         let counting = 24 * parts * pre_tiles + 24 * rec.tiles.len();
         let storing = 4 * w * rec.n_records * parts
             + 24 * rec.tiles.len() * parts
-            + row_bytes * threads
+            + row_bytes.saturating_mul(threads)
             + 2 * 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch;
         let host_bytes = counting.max(storing) + product_bytes + 24 * rec.tiles.len();
         let size = SpgemmSize { pairs: counts.pairs, c_blocks, records: rec.n_records, tiles: rec.tiles.len(), device_bytes, host_bytes };
