@@ -529,7 +529,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
         rotate: bool,
     ) -> Res<(f64, String, f64)> {
         let (ctx, reps) = (self.ctx, self.args.timing());
-        let (plan, plan_ms) = timed_plan(ctx, || ctx.plan_spmm_with(a, op_a, n, opts))?;
+        let (plan, plan_ms) = timed_plan(ctx, PLAN_REPS, || ctx.plan_spmm_with(a, op_a, n, opts))?;
         let kernel = crate::plan_label(&plan);
         let (rows, k) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
         let batch = a.batch();
@@ -550,7 +550,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
     /// Dense × sparse `C = op(X) · op(A)` (C row-major) timed. Returns (ms, kernel, plan ms).
     fn dense_sparse(&mut self, a: &DeviceBsr<T>, x_layout: Layout, op_a: Transpose, m: usize) -> Res<(f64, String, f64)> {
         let (ctx, reps) = (self.ctx, self.args.timing());
-        let (plan, plan_ms) = timed_plan(ctx, || ctx.plan_dense_sparse(a, op_a, m))?;
+        let (plan, plan_ms) = timed_plan(ctx, PLAN_REPS, || ctx.plan_dense_sparse(a, op_a, m))?;
         let kernel = crate::plan_label(&plan);
         let (k, n) = if op_a == Transpose::No { (a.nrows(), a.ncols()) } else { (a.ncols(), a.nrows()) };
         let batch = a.batch();
@@ -566,7 +566,7 @@ impl<'a, T: InputElement> Bench<'a, T> {
     /// SDDMM at `c`'s pattern with inner dimension `k` timed. Returns (ms, kernel, plan ms).
     fn sddmm(&mut self, c: &mut DeviceBsr<T>, x_layout: Layout, y_layout: Layout, k: usize) -> Res<(f64, String, f64)> {
         let (ctx, reps) = (self.ctx, self.args.timing());
-        let (plan, plan_ms) = timed_plan(ctx, || ctx.plan_sddmm(c, k))?;
+        let (plan, plan_ms) = timed_plan(ctx, PLAN_REPS, || ctx.plan_sddmm(c, k))?;
         let kernel = format!("{:?}{}", plan.tile().family, plan.tile().shape().0);
         let (m, n, batch) = (c.nrows(), c.ncols(), c.batch());
         self.pool.get(ctx, key3(batch, m, k, x_layout), 0, &mut self.rng)?;
@@ -622,12 +622,13 @@ fn t(o: Transpose) -> &'static str {
 /// Plans made of each row's case for its planning time ([`Row::plan_ms`]: their median).
 const PLAN_REPS: usize = 3;
 
-/// The last of [`PLAN_REPS`] plans made by `plan`, and the median of their host times (ms,
-/// each until the stream has taken the plan's uploads).
-fn timed_plan<P>(ctx: &Context, mut plan: impl FnMut() -> blocksparse::Result<P>) -> Res<(P, f64)> {
-    let mut times = Vec::with_capacity(PLAN_REPS);
+/// The last of `reps` (at least one) plans made by `plan`, and the median of their host times
+/// (ms, each until the stream has taken the plan's uploads).
+pub(crate) fn timed_plan<P>(ctx: &Context, reps: usize, mut plan: impl FnMut() -> blocksparse::Result<P>) -> Res<(P, f64)> {
+    let reps = reps.max(1);
+    let mut times = Vec::with_capacity(reps);
     let mut last = None;
-    for _ in 0..PLAN_REPS {
+    for _ in 0..reps {
         drop(last.take());
         let t0 = std::time::Instant::now();
         last = Some(plan().map_err(err)?);
@@ -635,7 +636,7 @@ fn timed_plan<P>(ctx: &Context, mut plan: impl FnMut() -> blocksparse::Result<P>
         times.push(t0.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
-    Ok((last.ok_or("no plan")?, times[PLAN_REPS / 2]))
+    Ok((last.ok_or("no plan")?, times[reps / 2]))
 }
 
 /// What the rows of one case share: the problem, its pattern and the dense time of its shape.

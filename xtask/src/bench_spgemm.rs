@@ -36,8 +36,6 @@
 //! With `--peers`: PyTorch's CSR × CSR (`torch.sparse.mm`, cuSPARSE SpGEMM) on exactly the same
 //! patterns (`peers.rs`), one time per case (its output is CSR, shown on both C rows).
 
-use std::time::Instant;
-
 use blocksparse::cudarc::driver::CudaSlice;
 use blocksparse::{BlockShape, Bsr, Context, DeviceBsr, DeviceMatrix, InputElement, PlanOptions, SpgemmOutput};
 use blocksparse_testkit::dense::DenseGemm;
@@ -45,7 +43,7 @@ use blocksparse_testkit::testgen::{TestRng, banded_mask, exact_mask, random_valu
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
-use super::{Args, Reps, Res, err, tflops, time_ms};
+use super::{Args, Reps, Res, err, tflops, time_ms, timed_plan};
 
 /// The cases per block size (see the module docs).
 pub const CASES: usize = 4;
@@ -286,18 +284,8 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                 let label = format!("{c_kind}{suffix}");
                 let dense_c = matches!(out, SpgemmOutput::Dense);
                 let what = |e: String| format!("spgemm {id}, C {label}: {e}");
-                let mut plan_times = Vec::with_capacity(PLAN_REPS);
-                let mut plan = None;
-                for _ in 0..PLAN_REPS {
-                    drop(plan.take());
-                    let t0 = Instant::now();
-                    plan = Some(ctx.plan_spgemm_with(&a[0], &b[0], out.clone(), &opts).map_err(|e| what(e.to_string()))?);
-                    ctx.stream().synchronize().map_err(|e| what(e.to_string()))?;
-                    plan_times.push(t0.elapsed().as_secs_f64() * 1e3);
-                }
-                let plan = plan.ok_or_else(|| what("no plan".into()))?;
-                plan_times.sort_by(f64::total_cmp);
-                let plan_ms = plan_times[PLAN_REPS / 2];
+                let (plan, plan_ms) =
+                    timed_plan(ctx, PLAN_REPS, || ctx.plan_spgemm_with(&a[0], &b[0], out.clone(), &opts)).map_err(what)?;
                 let size = plan.size();
                 let kernel = format!("{:?}{}{}", plan.tile().family, plan.tile().shape().0, if plan.pairs_columns() { "/p" } else { "" });
                 let flops = plan.flops();
