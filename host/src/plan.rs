@@ -241,13 +241,26 @@ pub(crate) fn b_live_fraction(row_ptr: &[u32], kidx: &[u32], k_blocks: usize) ->
 /// perf notes v9; the live fraction: v32). Where the live fraction lets more strips fit than
 /// whole strips do, at most [`MAX_LIVE_TILE_GROUP`]. Each group re-reads A from DRAM, so the
 /// larger group pays where A is large (causal masks: v31 item 11).
-pub(crate) fn default_tile_group(l2_bytes: u64, strip: u64, live: f64) -> u32 {
+///
+/// Where the strips are all live (the live part lets no more of them fit than whole ones do)
+/// and the `resident` thread blocks hold every one of the walk's `walk_rows` stream rows (all
+/// matrices) at once, at most `⌊resident / walk_rows⌋` strips: the first wave then runs every
+/// row of one strip rather than half the rows of two. Measured (perf notes v35 item 7, v36,
+/// H100, uniform 12.5 %): 8192³ 16×16 (512 rows, 528 resident blocks) 2–3 % faster with one
+/// strip than with the two that fit, top-16 2 %; 4096³ 16×16 (256 rows) 2 % faster with two
+/// than with the four that fit, and 64×64 (64 rows, 132 blocks) 5 %; 8192³ 64×64 (128 rows)
+/// one strip, within ±1 % of two. At 8192³ 32×32 and 128×128 it gives the whole-strip count.
+pub(crate) fn default_tile_group(l2_bytes: u64, strip: u64, live: f64, walk_rows: u64, resident: u32) -> u32 {
     let budget = l2_bytes / 6;
     let whole = (budget / strip.max(1)).clamp(1, u32::MAX as u64) as u32;
     let live = if live.is_finite() { live.clamp(0.0, 1.0) } else { 1.0 };
     // Strips whose live parts fit (f64: exact below 2^53, and capped below).
     let by_live = if live > 0.0 { budget as f64 / (strip.max(1) as f64 * live) } else { f64::INFINITY };
     let by_live = by_live.min(MAX_LIVE_TILE_GROUP as f64) as u32;
+    if by_live <= whole && walk_rows > 0 && walk_rows <= resident as u64 {
+        // One wave covers the walk's rows whole: as many strips as it covers whole.
+        return whole.min((resident as u64 / walk_rows) as u32);
+    }
     whole.max(by_live)
 }
 
@@ -1023,15 +1036,37 @@ mod tests {
         // Whole strips: the rule of v9 (a sixth of L2 per strip).
         let whole = (l2 / 6 / strip) as u32;
         assert_eq!(whole, 2);
-        assert_eq!(default_tile_group(l2, strip, 1.0), whole);
+        // More rows than resident blocks (the rule of v9 and v32 alone).
+        let g = |strip, live| default_tile_group(l2, strip, live, 1024, 528);
+        assert_eq!(g(strip, 1.0), whole);
         // Half live (causal): twice as many; a band: at most the cap; never fewer than whole.
-        assert_eq!(default_tile_group(l2, strip, 0.5), 4);
-        assert_eq!(default_tile_group(l2, strip, 0.05), MAX_LIVE_TILE_GROUP);
-        assert_eq!(default_tile_group(l2, strip, 0.0), MAX_LIVE_TILE_GROUP);
-        assert_eq!(default_tile_group(l2, strip, f64::NAN), whole);
+        assert_eq!(g(strip, 0.5), 4);
+        assert_eq!(g(strip, 0.05), MAX_LIVE_TILE_GROUP);
+        assert_eq!(g(strip, 0.0), MAX_LIVE_TILE_GROUP);
+        assert_eq!(g(strip, f64::NAN), whole);
         // Small strips: the whole-strip rule may pass the cap, and stays.
-        assert_eq!(default_tile_group(l2, strip / 8, 0.1), whole * 8);
-        assert_eq!(default_tile_group(l2, u64::MAX, 1.0), 1);
-        assert_eq!(default_tile_group(l2, 0, 1.0), (l2 / 6) as u32);
+        assert_eq!(g(strip / 8, 0.1), whole * 8);
+        assert_eq!(g(u64::MAX, 1.0), 1);
+        assert_eq!(g(0, 1.0), (l2 / 6) as u32);
+    }
+
+    #[test]
+    fn tile_group_of_a_walk_one_wave_holds() {
+        let l2 = 50u64 << 20;
+        let strip = 8192 * 256 * 2;
+        // 16×16 on the portable tile (512 rows, 528 blocks): one strip; 32×32 (256 rows): two,
+        // the whole-strip count; 128×128 on the Hopper tile (64 rows, 132 blocks): two.
+        assert_eq!(default_tile_group(l2, strip, 1.0, 512, 528), 1);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 256, 528), 2);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 64, 132), 2);
+        // Small strips at 4096³ (256 rows): two of the four that fit.
+        assert_eq!(default_tile_group(l2, strip / 4, 1.0, 256, 528), 2);
+        // Strips partly live (causal, bands): the live rule, whatever the rows.
+        assert_eq!(default_tile_group(l2, strip, 0.5, 64, 132), 4);
+        assert_eq!(default_tile_group(l2, strip, 0.05, 64, 132), MAX_LIVE_TILE_GROUP);
+        // No rows, or more rows than blocks: whole strips.
+        assert_eq!(default_tile_group(l2, strip, 1.0, 0, 528), 2);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 529, 528), 2);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 512, 0), 2);
     }
 }

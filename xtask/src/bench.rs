@@ -112,7 +112,8 @@ pub struct Args {
     #[arg(long)]
     no_plain: bool,
     /// Also time plain SpMM (and, with --spgemm, BSR × BSR: rows "G<g>") with these N-tile
-    /// group sizes instead of the planner's.
+    /// group sizes instead of the planner's; 0 in SpMM: the planner's again (row "G0", the same
+    /// plan at a later row position: the first row of a case reads slow, perf notes v36).
     #[arg(long, value_delimiter = ',')]
     groups: Vec<u32>,
     /// With --spgemm: also time each case with C blocks paired in column order
@@ -725,7 +726,9 @@ fn run_dtype<T: InputElement>(
                     let flops = 2.0 * (nnzb * bs * bs * n) as f64;
                     let mut choices = vec![(String::from("spmm"), PlanOptions::default())];
                     choices.extend(
-                        args.groups.iter().map(|&g| (format!("spmm G{g}"), PlanOptions { n_tile_group: Some(g), ..Default::default() })),
+                        args.groups
+                            .iter()
+                            .map(|&g| (format!("spmm G{g}"), PlanOptions { n_tile_group: (g > 0).then_some(g), ..Default::default() })),
                     );
                     choices.extend(
                         args.merge.iter().map(|&m| (format!("spmm M{m}"), PlanOptions { merge_rows: Some(m), ..Default::default() })),

@@ -330,7 +330,8 @@ impl Context {
             let strip = (k_total as u64) * tn as u64 * core::mem::size_of::<T>() as u64;
             let kidx = stream.as_ref().map_or(&pat.col_idx_host[..], |(k, _)| &k[..]);
             let live = b_live_fraction(&row_ptr, kidx, k_total.div_ceil(kb));
-            default_tile_group(self.l2_bytes() as u64, strip, live)
+            let walk_rows = (row_ptr.len().saturating_sub(1) as u64).saturating_mul(a.batch as u64);
+            default_tile_group(self.l2_bytes() as u64, strip, live, walk_rows, resident)
         });
         let stream_dev = match &stream {
             Some((k, b)) if !k.is_empty() => {
