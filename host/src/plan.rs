@@ -244,13 +244,21 @@ pub(crate) fn b_live_fraction(row_ptr: &[u32], kidx: &[u32], k_blocks: usize) ->
 ///
 /// Where the strips are all live (the live part lets no more of them fit than whole ones do)
 /// and the `resident` thread blocks hold every one of the walk's `walk_rows` stream rows (all
-/// matrices) at once, at most `⌊resident / walk_rows⌋` strips: the first wave then runs every
-/// row of one strip rather than half the rows of two. Measured (perf notes v35 item 7, v36,
-/// H100, uniform 12.5 %): 8192³ 16×16 (512 rows, 528 resident blocks) 2–3 % faster with one
-/// strip than with the two that fit, top-16 2 %; 4096³ 16×16 (256 rows) 2 % faster with two
-/// than with the four that fit, and 64×64 (64 rows, 132 blocks) 5 %; 8192³ 64×64 (128 rows)
-/// one strip, within ±1 % of two. At 8192³ 32×32 and 128×128 it gives the whole-strip count.
-pub(crate) fn default_tile_group(l2_bytes: u64, strip: u64, live: f64, walk_rows: u64, resident: u32) -> u32 {
+/// matrices) at once, at most `⌊sms / walk_rows⌋` strips (at least one), `sms` the GPU's SMs:
+/// each strip's rows then spread over every SM. Measured (perf notes v35 item 7, v36, H100,
+/// uniform 12.5 %, rows alternated), against the strips that fit:
+///
+/// ```text
+/// tile (resident)          rows  fit  rule  time of the rule's group ÷ the fit one's
+/// 8192³ 16×16 portable (528) 512   2    1    0.97–0.98 (top-16 0.98)
+/// 8192³ 32×32 portable (528) 256   2    1    0.98–1.00 (every pair)
+/// 4096³ 16×16 portable (528) 256   4    1    0.95–0.96
+/// 4096³ 32×32 portable (528) 128   4    1    0.99–1.01
+/// 8192³ 64×64 Hopper   (132) 128   2    1    0.99–1.01
+/// 4096³ 64×64 Hopper   (132)  64   4    2    0.95 (one strip: 0.98)
+/// 8192³ 128×128 Hopper (132)  64   2    2    (the same plan)
+/// ```
+pub(crate) fn default_tile_group(l2_bytes: u64, strip: u64, live: f64, walk_rows: u64, resident: u32, sms: u32) -> u32 {
     let budget = l2_bytes / 6;
     let whole = (budget / strip.max(1)).clamp(1, u32::MAX as u64) as u32;
     let live = if live.is_finite() { live.clamp(0.0, 1.0) } else { 1.0 };
@@ -258,8 +266,8 @@ pub(crate) fn default_tile_group(l2_bytes: u64, strip: u64, live: f64, walk_rows
     let by_live = if live > 0.0 { budget as f64 / (strip.max(1) as f64 * live) } else { f64::INFINITY };
     let by_live = by_live.min(MAX_LIVE_TILE_GROUP as f64) as u32;
     if by_live <= whole && walk_rows > 0 && walk_rows <= resident as u64 {
-        // One wave covers the walk's rows whole: as many strips as it covers whole.
-        return whole.min((resident as u64 / walk_rows) as u32);
+        // One wave holds the walk's rows: as many strips as spread their rows over every SM.
+        return whole.min(((sms as u64 / walk_rows) as u32).max(1));
     }
     whole.max(by_live)
 }
@@ -1037,7 +1045,7 @@ mod tests {
         let whole = (l2 / 6 / strip) as u32;
         assert_eq!(whole, 2);
         // More rows than resident blocks (the rule of v9 and v32 alone).
-        let g = |strip, live| default_tile_group(l2, strip, live, 1024, 528);
+        let g = |strip, live| default_tile_group(l2, strip, live, 1024, 528, 132);
         assert_eq!(g(strip, 1.0), whole);
         // Half live (causal): twice as many; a band: at most the cap; never fewer than whole.
         assert_eq!(g(strip, 0.5), 4);
@@ -1054,19 +1062,21 @@ mod tests {
     fn tile_group_of_a_walk_one_wave_holds() {
         let l2 = 50u64 << 20;
         let strip = 8192 * 256 * 2;
-        // 16×16 on the portable tile (512 rows, 528 blocks): one strip; 32×32 (256 rows): two,
-        // the whole-strip count; 128×128 on the Hopper tile (64 rows, 132 blocks): two.
-        assert_eq!(default_tile_group(l2, strip, 1.0, 512, 528), 1);
-        assert_eq!(default_tile_group(l2, strip, 1.0, 256, 528), 2);
-        assert_eq!(default_tile_group(l2, strip, 1.0, 64, 132), 2);
-        // Small strips at 4096³ (256 rows): two of the four that fit.
-        assert_eq!(default_tile_group(l2, strip / 4, 1.0, 256, 528), 2);
+        // The portable tiles (528 blocks on 132 SMs) at 16×16 and 32×32 (512 and 256 rows):
+        // one strip; 128×128 on the Hopper tile (64 rows, 132 blocks): two, the fit count.
+        assert_eq!(default_tile_group(l2, strip, 1.0, 512, 528, 132), 1);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 256, 528, 132), 1);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 64, 132, 132), 2);
+        // Small strips at 4096³: 64×64 on the Hopper tile (64 rows) two of the four that fit.
+        assert_eq!(default_tile_group(l2, strip / 4, 1.0, 64, 132, 132), 2);
+        assert_eq!(default_tile_group(l2, strip / 4, 1.0, 128, 528, 132), 1);
         // Strips partly live (causal, bands): the live rule, whatever the rows.
-        assert_eq!(default_tile_group(l2, strip, 0.5, 64, 132), 4);
-        assert_eq!(default_tile_group(l2, strip, 0.05, 64, 132), MAX_LIVE_TILE_GROUP);
+        assert_eq!(default_tile_group(l2, strip, 0.5, 64, 132, 132), 4);
+        assert_eq!(default_tile_group(l2, strip, 0.05, 64, 132, 132), MAX_LIVE_TILE_GROUP);
         // No rows, or more rows than blocks: whole strips.
-        assert_eq!(default_tile_group(l2, strip, 1.0, 0, 528), 2);
-        assert_eq!(default_tile_group(l2, strip, 1.0, 529, 528), 2);
-        assert_eq!(default_tile_group(l2, strip, 1.0, 512, 0), 2);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 0, 528, 132), 2);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 529, 528, 132), 2);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 512, 0, 132), 2);
+        assert_eq!(default_tile_group(l2, strip, 1.0, 512, 528, 0), 1);
     }
 }

@@ -331,7 +331,7 @@ impl Context {
             let kidx = stream.as_ref().map_or(&pat.col_idx_host[..], |(k, _)| &k[..]);
             let live = b_live_fraction(&row_ptr, kidx, k_total.div_ceil(kb));
             let walk_rows = (row_ptr.len().saturating_sub(1) as u64).saturating_mul(a.batch as u64);
-            default_tile_group(self.l2_bytes() as u64, strip, live, walk_rows, resident)
+            default_tile_group(self.l2_bytes() as u64, strip, live, walk_rows, resident, self.sm_count())
         });
         let stream_dev = match &stream {
             Some((k, b)) if !k.is_empty() => {
