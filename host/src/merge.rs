@@ -79,6 +79,71 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
     Ok(out)
 }
 
+/// What a merge's cost needs of [`merge_rows`]' stream without the stream: see
+/// [`merge_counts`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MergeCounts {
+    /// [`Merged::row_ptr`].
+    pub row_ptr: Vec<u32>,
+    /// Per merged row, [`multiplied_groups`] on a tile of the given height.
+    pub groups: Vec<u64>,
+}
+
+/// [`merge_rows`]' `row_ptr` and [`multiplied_groups`] (a tile of `tm` rows) of the merge of
+/// each run of `m` adjacent stream rows, with the same errors, counted through per-K stamps
+/// in one pass over the stream: the planner costs every candidate merge this way, and merges
+/// only the one it keeps (the merge also sorts each union and writes `positions · m` block
+/// words; perf notes v36).
+///
+/// ```text
+/// for each merged row g (stream rows g·m .. g·m + m):
+///     positions[g] = |∪ K(r) over its rows|
+///     groups[g]    = Σ over its warpgroups' rows (⌈m / warpgroups⌉ each) of |∪ K(r)|
+/// ```
+pub(crate) fn merge_counts(row_ptr: &[u32], kidx: &[u32], m: usize, tm: u32) -> Result<MergeCounts> {
+    let m = m.max(1);
+    let rows = row_ptr.len().saturating_sub(1);
+    let merged_rows = rows.div_ceil(m);
+    // Stream rows per warpgroup, and warpgroups per merged row (as `multiplied_groups`).
+    let per = m.div_ceil((tm / WG_M).max(1) as usize).max(1);
+    let chunks = m.div_ceil(per) as u64;
+    let end = row_ptr.last().map_or(0, |&e| e as usize);
+    let k_len = kidx[..end].iter().max().map_or(0, |&k| k as usize + 1);
+    // Per K index: the last merged row and the last warpgroup's rows that held it (1-based
+    // stamps, 0: none yet).
+    let (mut seen, mut seen_chunk) = (vec![0u64; k_len], vec![0u64; k_len]);
+    let mut out = MergeCounts { row_ptr: Vec::with_capacity(merged_rows + 1), groups: Vec::with_capacity(merged_rows) };
+    out.row_ptr.push(0);
+    let mut positions = 0u64;
+    for g in 0..merged_rows {
+        let (first, last) = (g * m, (g * m + m).min(rows));
+        let stamp = g as u64 + 1;
+        let mut multiplied = 0u64;
+        for (c, lo) in (first..last).step_by(per).enumerate() {
+            let hi = (lo + per).min(last);
+            let chunk_stamp = g as u64 * chunks + c as u64 + 1;
+            for &k in &kidx[row_ptr[lo] as usize..row_ptr[hi] as usize] {
+                let k = k as usize;
+                if seen_chunk[k] != chunk_stamp {
+                    seen_chunk[k] = chunk_stamp;
+                    multiplied += 1;
+                }
+                if seen[k] != stamp {
+                    seen[k] = stamp;
+                    positions += 1;
+                }
+            }
+        }
+        let at = u32::try_from(positions).map_err(|_| Error::TooLarge { what: "merged stream positions", value: positions as usize })?;
+        out.row_ptr.push(at);
+        out.groups.push(multiplied);
+    }
+    if positions.checked_mul(m as u64).is_none_or(|words| words > u32::MAX as u64) {
+        return Err(Error::TooLarge { what: "merged stream block words", value: (positions as usize).saturating_mul(m) });
+    }
+    Ok(out)
+}
+
 /// The model's L2 traffic, in elements, of streaming rows of `positions` blocks in all (K
 /// blocks of depth `kb`) through output tiles `tn` wide over `n` columns, `a_rows` rows of A
 /// in all: each stage of each of the `⌈n / tn⌉` N tiles reads its `(rows, ks)` slices of A
@@ -165,7 +230,9 @@ fn rows_cost(rows: impl Iterator<Item = (u64, u64)>, kb: u32, choice: TileChoice
 /// Per merged row of `merged` (`m` stream rows per tile of `tm` rows): how many of its
 /// (position, consumer warpgroup) pairs multiply on a Hopper tile that skips
 /// ([`PlanOptions::skip_absent`](crate::PlanOptions::skip_absent)), i.e. where some stream row
-/// of the warpgroup's [`WG_M`] rows holds a block.
+/// of the warpgroup's [`WG_M`] rows holds a block. (The planner counts them with
+/// [`merge_counts`]; this is its reference in the tests.)
+#[cfg(test)]
 pub(crate) fn multiplied_groups(merged: &Merged, m: usize, tm: u32) -> Vec<u64> {
     let groups = (tm / WG_M).max(1) as usize;
     // Stream rows per group (a merged row is at most WG_M tall).
@@ -271,6 +338,28 @@ mod tests {
                             row_blocks(&row_ptr, &kidx, &block, grp * m + h),
                             "seed {seed}: m {m} rows {rows} group {grp} row {h}"
                         );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The planner's counts equal the merge's row offsets and multiplying warpgroups, for
+    /// every merge size and tile height, empty and full rows, and a last group of fewer rows.
+    #[test]
+    fn merge_counts_match_the_merge() {
+        let seed: u64 = rand::random();
+        let mut rng = SmallRng::seed_from_u64(seed);
+        for m in [1usize, 2, 3, 4, 8] {
+            for rows in [0usize, 1, 2, 5, 9, 16, 37] {
+                for cols in [1usize, 7, 64] {
+                    let density = [0.0, 0.05, rng.random_range(0.0..1.0), 1.0][rng.random_range(0..4)];
+                    let (row_ptr, kidx) = pattern(rows, cols, density, &mut rng);
+                    let g = merge_rows(&row_ptr, &kidx, |q| q as u32, m).unwrap();
+                    for tm in [16u32, 64, 128] {
+                        let counts = merge_counts(&row_ptr, &kidx, m, tm).unwrap();
+                        let want = MergeCounts { row_ptr: g.row_ptr.clone(), groups: multiplied_groups(&g, m, tm) };
+                        assert_eq!(counts, want, "seed {seed}: m {m} rows {rows} cols {cols} density {density} tm {tm}");
                     }
                 }
             }

@@ -242,30 +242,33 @@ pub(crate) fn b_live_fraction(row_ptr: &[u32], kidx: &[u32], k_blocks: usize) ->
 /// whole strips do, at most [`MAX_LIVE_TILE_GROUP`]. Each group re-reads A from DRAM, so the
 /// larger group pays where A is large (causal masks: v31 item 11).
 ///
-/// Where the strips are all live (the live part lets no more of them fit than whole ones do)
-/// and the `resident` thread blocks hold every one of the walk's `walk_rows` stream rows (all
-/// matrices) at once, at most `⌊sms / walk_rows⌋` strips (at least one), `sms` the GPU's SMs:
-/// each strip's rows then spread over every SM. Measured (perf notes v35 item 7, v36, H100,
-/// uniform 12.5 %, rows alternated), against the strips that fit:
+/// Where the strips are all live (their live parts let no more of them fit than whole strips
+/// do: with the floors, a live fraction above `whole / (whole + 1)`) and the `resident` thread
+/// blocks hold every one of the walk's `walk_rows` stream rows at once, at most `⌊sms /
+/// walk_rows⌋` strips (at least one), `sms` the GPU's SMs: each strip's rows then spread over
+/// every SM. `walk_rows` 0: the rule does not apply (the SpMM planner passes 0 for batches,
+/// where it is unmeasured). Measured (perf notes v35 item 7, v36, H100, uniform 12.5 %, rows
+/// alternated), against the strips that fit:
 ///
 /// ```text
-/// tile (resident)          rows  fit  rule  time of the rule's group ÷ the fit one's
-/// 8192³ 16×16 portable (528) 512   2    1    0.97–0.98 (top-16 0.98)
-/// 8192³ 32×32 portable (528) 256   2    1    0.98–1.00 (every pair)
-/// 4096³ 16×16 portable (528) 256   4    1    0.95–0.96
-/// 4096³ 32×32 portable (528) 128   4    1    0.99–1.01
-/// 8192³ 64×64 Hopper   (132) 128   2    1    0.99–1.01
-/// 4096³ 64×64 Hopper   (132)  64   4    2    0.95 (one strip: 0.98)
-/// 8192³ 128×128 Hopper (132)  64   2    2    (the same plan)
+/// tile (resident blocks)       rows  fit  rule  the rule's group's time ÷ the fit one's
+/// 8192³ 16×16 portable (528)    512    2    1   0.97–0.98 (top-16 0.98)
+/// 8192³ 32×32 portable (528)    256    2    1   0.98–1.00 (every pair)
+/// 4096³ 16×16 portable (528)    256    4    1   0.95–0.96
+/// 4096³ 32×32 portable (528)    128    4    1   0.99–1.01
+/// 8192³ 64×64 Hopper (132)      128    1    1   (tn = 512; two strips 0.99–1.01 of one)
+/// 4096³ 64×64 Hopper (132)       64    2    2   (four strips 1.05 of two, one 1.03)
+/// 8192³ 128×128 Hopper (132)     64    2    2
 /// ```
 pub(crate) fn default_tile_group(l2_bytes: u64, strip: u64, live: f64, walk_rows: u64, resident: u32, sms: u32) -> u32 {
     let budget = l2_bytes / 6;
     let whole = (budget / strip.max(1)).clamp(1, u32::MAX as u64) as u32;
     let live = if live.is_finite() { live.clamp(0.0, 1.0) } else { 1.0 };
-    // Strips whose live parts fit (f64: exact below 2^53, and capped below).
-    let by_live = if live > 0.0 { budget as f64 / (strip.max(1) as f64 * live) } else { f64::INFINITY };
-    let by_live = by_live.min(MAX_LIVE_TILE_GROUP as f64) as u32;
-    if by_live <= whole && walk_rows > 0 && walk_rows <= resident as u64 {
+    // Strips whose live parts fit (f64: exact below 2^53), then capped.
+    let fit_live = if live > 0.0 { budget as f64 / (strip.max(1) as f64 * live) } else { f64::INFINITY };
+    let all_live = fit_live < whole as f64 + 1.0;
+    let by_live = fit_live.min(MAX_LIVE_TILE_GROUP as f64) as u32;
+    if all_live && walk_rows > 0 && walk_rows <= resident as u64 {
         // One wave holds the walk's rows: as many strips as spread their rows over every SM.
         return whole.min(((sms as u64 / walk_rows) as u32).max(1));
     }
@@ -1063,20 +1066,24 @@ mod tests {
         let l2 = 50u64 << 20;
         let strip = 8192 * 256 * 2;
         // The portable tiles (528 blocks on 132 SMs) at 16×16 and 32×32 (512 and 256 rows):
-        // one strip; 128×128 on the Hopper tile (64 rows, 132 blocks): two, the fit count.
+        // one strip of the two that fit.
         assert_eq!(default_tile_group(l2, strip, 1.0, 512, 528, 132), 1);
         assert_eq!(default_tile_group(l2, strip, 1.0, 256, 528, 132), 1);
-        assert_eq!(default_tile_group(l2, strip, 1.0, 64, 132, 132), 2);
-        // Small strips at 4096³: 64×64 on the Hopper tile (64 rows) two of the four that fit.
-        assert_eq!(default_tile_group(l2, strip / 4, 1.0, 64, 132, 132), 2);
-        assert_eq!(default_tile_group(l2, strip / 4, 1.0, 128, 528, 132), 1);
-        // Strips partly live (causal, bands): the live rule, whatever the rows.
+        // 4096³ (2 MB strips, four fit): 32×32 portable (128 rows) one; 64 rows on 132 blocks
+        // two; 16 rows four, the fit count (not the eight the SMs would allow).
+        assert_eq!(default_tile_group(l2, strip / 2, 1.0, 128, 528, 132), 1);
+        assert_eq!(default_tile_group(l2, strip / 2, 1.0, 64, 132, 132), 2);
+        assert_eq!(default_tile_group(l2, strip / 2, 1.0, 16, 132, 132), 4);
+        // Strips partly live (causal, bands): the live rule, whatever the rows, also where the
+        // live part allows more strips than the cap (small strips).
         assert_eq!(default_tile_group(l2, strip, 0.5, 64, 132, 132), 4);
         assert_eq!(default_tile_group(l2, strip, 0.05, 64, 132, 132), MAX_LIVE_TILE_GROUP);
-        // No rows, or more rows than blocks: whole strips.
+        assert_eq!(default_tile_group(l2, strip / 8, 0.5, 128, 132, 132), 16);
+        // No rows (or a batch), or more rows than resident blocks: whole strips.
         assert_eq!(default_tile_group(l2, strip, 1.0, 0, 528, 132), 2);
         assert_eq!(default_tile_group(l2, strip, 1.0, 529, 528, 132), 2);
         assert_eq!(default_tile_group(l2, strip, 1.0, 512, 0, 132), 2);
+        // No SMs reported: one strip.
         assert_eq!(default_tile_group(l2, strip, 1.0, 512, 528, 0), 1);
     }
 }

@@ -112,8 +112,8 @@ pub struct Args {
     #[arg(long)]
     no_plain: bool,
     /// Also time plain SpMM (and, with --spgemm, BSR × BSR: rows "G<g>") with these N-tile
-    /// group sizes instead of the planner's; 0 in SpMM: the planner's again (row "G0", the same
-    /// plan at a later row position: the first row of a case reads slow, perf notes v36).
+    /// group sizes instead of the planner's; 0: the planner's again (row "G0", the same plan at
+    /// a later row position: the first row of a case reads slow, perf notes v36).
     #[arg(long, value_delimiter = ',')]
     groups: Vec<u32>,
     /// With --spgemm: also time each case with C blocks paired in column order

@@ -49,8 +49,11 @@ pub struct PlanOptions {
     /// sixth of the L2 cache; for SpMM, counting of each strip only the part that the walk
     /// over A's rows keeps live (a K block from the first row that uses it to the last: about
     /// half for causal masks, a band's width for banded ones), at most 8 tiles where that
-    /// allows more than whole strips do; SpGEMM with 128-row blocks on Hopper: all of a row's
-    /// tiles where B's stored blocks fit in half of it.
+    /// allows more than whole strips do, and where B's strips are all live and one wave of
+    /// resident thread blocks holds every block row of a single matrix, no more than the SMs
+    /// spread those rows over (`⌊SMs / rows⌋`, at least 1: one on the portable 16- and
+    /// 32-row tiles at 8192³); SpGEMM with 128-row blocks on Hopper: all of a row's tiles
+    /// where B's stored blocks fit in half of it.
     pub n_tile_group: Option<u32>,
     /// SpMM and dense × sparse: how many adjacent rows of the stream of A's blocks (block rows
     /// of op(A) as the kernel streams it) share one output tile, over the union of their block

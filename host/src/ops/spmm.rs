@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
-use crate::merge::{Merged, merge_rows, multiplied_groups, skip_tile_cost, tile_cost};
+use crate::merge::{merge_counts, merge_rows, skip_tile_cost, tile_cost};
 use crate::plan::{
     DeviceWork, RowsSpec, WorkList, b_live_fraction, default_tile_group, heavy_first, plan_rows, row_item_cost, schedule_persistent,
 };
@@ -248,22 +248,23 @@ impl Context {
             Some(true) => &[true],
             Some(false) => &[false],
         };
-        // (tile, rows merged, cost, merged stream, reordered, skipping)
-        let mut best: Option<(TileChoice, u32, f64, Option<Merged>, bool, bool)> = None;
+        // (tile, rows merged, cost, reordered, skipping). Each merge is costed from its counts
+        // (`merge_counts`); only the one kept is merged, below.
+        let mut best: Option<(TileChoice, u32, f64, bool, bool)> = None;
         for &(choice, m) in &candidates {
             if !allowed(m) {
                 continue;
             }
             for &by_len in if m == 1 { &[false][..] } else { merged_orders } {
-                let (t, merged, skips) = if m == 1 {
-                    (cost(&row_ptr, choice), None, false)
+                let (t, skips) = if m == 1 {
+                    (cost(&row_ptr, choice), false)
                 } else {
-                    let merged = match (&reordered, by_len) {
-                        (Some((rp, kx, pos)), true) => merge_rows(rp, kx, |q| block_of(pos[q] as usize), m as usize),
-                        _ => merge_rows(&row_ptr, &kidx, block_of, m as usize),
+                    let counts = match (&reordered, by_len) {
+                        (Some((rp, kx, _)), true) => merge_counts(rp, kx, m as usize, choice.shape().0),
+                        _ => merge_counts(&row_ptr, &kidx, m as usize, choice.shape().0),
                     };
-                    let merged = match merged {
-                        Ok(merged) => merged,
+                    let counts = match counts {
+                        Ok(counts) => counts,
                         Err(e) if opts.merge_rows.is_some() => return Err(e),
                         Err(_) => continue,
                     };
@@ -272,10 +273,9 @@ impl Context {
                     let mut pick: Option<(f64, bool)> = None;
                     for &s in skip_choices {
                         let c = match (s, can_skip) {
-                            (false, _) => cost(&merged.row_ptr, choice),
+                            (false, _) => cost(&counts.row_ptr, choice),
                             (true, true) => {
-                                let groups = multiplied_groups(&merged, m as usize, choice.shape().0);
-                                skip_tile_cost(&merged.row_ptr, &groups, kb as u32, choice, n, core::mem::size_of::<T>())
+                                skip_tile_cost(&counts.row_ptr, &counts.groups, kb as u32, choice, n, core::mem::size_of::<T>())
                             }
                             (true, false) => continue,
                         };
@@ -284,15 +284,14 @@ impl Context {
                         }
                     }
                     // Asked to skip where the kernels cannot: the plan multiplies the zeros.
-                    let (c, s) = pick.unwrap_or_else(|| (cost(&merged.row_ptr, choice), false));
-                    (c, Some(merged), s)
+                    pick.unwrap_or_else(|| (cost(&counts.row_ptr, choice), false))
                 };
                 if best.as_ref().is_none_or(|b| t < b.2) {
-                    best = Some((choice, m, t, merged, by_len, skips));
+                    best = Some((choice, m, t, by_len, skips));
                 }
             }
         }
-        let Some((choice, m, _, merged, by_len, skips)) = best else {
+        let Some((choice, m, _, by_len, skips)) = best else {
             let can: Vec<String> = candidates.iter().map(|(_, m)| m.to_string()).collect();
             return Err(Error::UnsupportedMerge {
                 rows: opts.merge_rows.unwrap_or(1),
@@ -304,6 +303,12 @@ impl Context {
                     can.join(" or ")
                 ),
             });
+        };
+        // The merged stream of the plan kept (its counts passed the same checks).
+        let merged = match (m > 1, &reordered, by_len) {
+            (false, _, _) => None,
+            (true, Some((rp, kx, pos)), true) => Some(merge_rows(rp, kx, |q| block_of(pos[q] as usize), m as usize)?),
+            (true, _, _) => Some(merge_rows(&row_ptr, &kidx, block_of, m as usize)?),
         };
         let merge_log2 = m.trailing_zeros();
         // A reordered plan's C row block of each stream row (the kernels' row map).
@@ -330,7 +335,8 @@ impl Context {
             let strip = (k_total as u64) * tn as u64 * core::mem::size_of::<T>() as u64;
             let kidx = stream.as_ref().map_or(&pat.col_idx_host[..], |(k, _)| &k[..]);
             let live = b_live_fraction(&row_ptr, kidx, k_total.div_ceil(kb));
-            let walk_rows = (row_ptr.len().saturating_sub(1) as u64).saturating_mul(a.batch as u64);
+            // A single matrix's rows (the rule of one wave is unmeasured on batches).
+            let walk_rows = if a.batch == 1 { row_ptr.len().saturating_sub(1) as u64 } else { 0 };
             default_tile_group(self.l2_bytes() as u64, strip, live, walk_rows, resident, self.sm_count())
         });
         let stream_dev = match &stream {

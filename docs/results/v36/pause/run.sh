@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# (Run with the experiment binary of perf notes v36 item 2: --pause-warmup-ms existed only there.)
+# (Run with the experiment binary of perf notes v36 item 3: --pause-warmup-ms existed only there.)
 # v36, first call: the first row after a pause with the old warm-up (1 s after a pause too) and
 # the new one (3 s after a pause), and the N-tile group rule of a walk one wave holds, against
 # groups forced in later rows (8192³ mask families at 16×16; uniform at 64×64; 4096³ uniform).

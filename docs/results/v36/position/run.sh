@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# (Run with the experiment binary of perf notes v36 item 2: --pause-warmup-ms existed only there.)
+# (Run with the experiment binary of perf notes v36 item 3: --pause-warmup-ms existed only there.)
 # v36, second call: the row-position effect with the same plan in every row of a case: the
 # planner's row, then the same plan three more times (`--groups 0,0,0`, the 16×16 mask
 # families), with 1 s (old) and 3 s (new) warm-up after a pause of the GPU; and uniform 64×64

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# (Run with the experiment binary of perf notes v36 item 2, settle/settle_warmup.diff: --warmup-max-ms existed only there.)
+# (Run with the experiment binary of perf notes v36 item 3, settle/settle_warmup.diff: --warmup-max-ms existed only there.)
 # v36, third call: the warm-up that goes on until the board settles (`--warmup-max-ms`, default
 # 5000) against the fixed 1 s one (`--warmup-max-ms 1000`), the same plan in every row of a
 # case (`--groups 0,0,0`: 16×16 mask families; uniform 64×64 right after dense cuBLAS); then
