@@ -85,11 +85,13 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
 pub(crate) struct MergeCounts {
     /// [`Merged::row_ptr`].
     pub row_ptr: Vec<u32>,
-    /// Per merged row, [`multiplied_groups`] on a tile of the given height.
+    /// Per merged row, its (position, consumer warpgroup) pairs that multiply on a skipping
+    /// Hopper tile of the given height: where some stream row of the warpgroup's holds a
+    /// block (the tests' `multiplied_groups` counts them from the merged stream).
     pub groups: Vec<u64>,
 }
 
-/// [`merge_rows`]' `row_ptr` and [`multiplied_groups`] (a tile of `tm` rows) of the merge of
+/// [`merge_rows`]' `row_ptr` and [`MergeCounts::groups`] (a tile of `tm` rows) of the merge of
 /// each run of `m` adjacent stream rows, with the same errors, counted through per-K stamps
 /// in one pass over the stream: the planner costs every candidate merge this way, and merges
 /// only the one it keeps (the merge also sorts each union and writes `positions · m` block
@@ -269,7 +271,7 @@ pub(crate) const SKIP_FACTOR_SHALLOW: f64 = 1.12;
 pub(crate) const SKIP_FACTOR_DEEP: f64 = 1.11;
 
 /// [`tile_cost`] of a merged plan on a Hopper tile whose consumers skip the stages where
-/// their rows hold no block (`groups`: [`multiplied_groups`]): A's traffic and the tensor
+/// their rows hold no block (`groups`: [`MergeCounts::groups`]): A's traffic and the tensor
 /// work count only the multiplying warpgroups' rows, B's every stage; times
 /// [`SKIP_FACTOR_SHALLOW`] or [`SKIP_FACTOR_DEEP`].
 pub(crate) fn skip_tile_cost(row_ptr: &[u32], groups: &[u64], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {

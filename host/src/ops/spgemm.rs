@@ -265,9 +265,10 @@ fn walk_zipped(
 
 /// The planner's walks over every block row on `threads` threads, each a contiguous range of
 /// rows of about equal pairs, joined in row order: the records and tiles of the one-thread
-/// walk. Counting ([`walk`] without storing) where `stored` is `None`; else storing with the
-/// column groups zipped ([`walk_zipped`]), `stored` being the counting pass's zipped tiles (in
-/// row order: where each range's records start in the result). `given`: as [`walk_pairs`].
+/// walk. Counting (the tests' one-thread `walk` without storing) where `stored` is `None`; else
+/// storing with the column groups zipped (the tests' `walk_zipped`), `stored` being the
+/// counting pass's zipped tiles (in row order: where each range's records start in the
+/// result). `given`: as [`walk_pairs`].
 #[allow(clippy::too_many_arguments)]
 fn walk_rows(
     a: &BlockPattern,
@@ -348,7 +349,7 @@ fn join_records(parts: Vec<Records>) -> Result<Records> {
     Ok(out)
 }
 
-/// [`walk`] of the block rows `rows`, on a paired layout with the tiles of an earlier walk of the
+/// The walk (the tests' `walk`) of the block rows `rows`, on a paired layout with the tiles of an earlier walk of the
 /// same product and layout (`given`, every row's, in row order) instead of pairing the rows
 /// again; the records are numbered from the range's first; `store` is `Some` (with the
 /// records' count where the counting pass knows it, for one allocation) to store the records;
@@ -620,7 +621,7 @@ struct Symbolic {
 }
 
 /// Block columns of C over which a paired plan's blocks are matched at most
-/// ([`pairing`](spgemm_pairing): its cost is up to this many overlap counts per pair of the
+/// ([`pairing`]: its cost is up to this many overlap counts per pair of the
 /// product): 64, the whole 8192-column C of 128-wide blocks.
 const PAIR_WINDOW_MAX: u64 = 64;
 
