@@ -40,8 +40,7 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
     let groups = rows.div_ceil(m);
     let mut out = Merged { row_ptr: Vec::with_capacity(groups + 1), kidx: Vec::new(), blocks: Vec::new() };
     out.row_ptr.push(0);
-    let end = row_ptr.last().map_or(0, |&e| e as usize);
-    let k_len = kidx[..end].iter().max().map_or(0, |&k| k as usize + 1);
+    let k_len = k_extent(row_ptr, kidx);
     // Per K index: the last group that holds it (1-based, 0: none yet), and its position in
     // that group's merged row.
     let (mut seen, mut pos_of) = (vec![0u32; k_len], vec![0u32; k_len]);
@@ -79,6 +78,12 @@ pub(crate) fn merge_rows(row_ptr: &[u32], kidx: &[u32], block: impl Fn(usize) ->
     Ok(out)
 }
 
+/// One past the largest K index of the stream (`row_ptr`, `kidx`): the length of a per-K table.
+fn k_extent(row_ptr: &[u32], kidx: &[u32]) -> usize {
+    let end = row_ptr.last().map_or(0, |&e| e as usize);
+    kidx[..end].iter().max().map_or(0, |&k| k as usize + 1)
+}
+
 /// What a merge's cost needs of [`merge_rows`]' stream without the stream: see
 /// [`merge_counts`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,8 +114,7 @@ pub(crate) fn merge_counts(row_ptr: &[u32], kidx: &[u32], m: usize, tm: u32) -> 
     // Stream rows per warpgroup, and warpgroups per merged row (as `multiplied_groups`).
     let per = m.div_ceil((tm / WG_M).max(1) as usize).max(1);
     let chunks = m.div_ceil(per) as u64;
-    let end = row_ptr.last().map_or(0, |&e| e as usize);
-    let k_len = kidx[..end].iter().max().map_or(0, |&k| k as usize + 1);
+    let k_len = k_extent(row_ptr, kidx);
     // Per K index: the last merged row and the last warpgroup's rows that held it (1-based
     // stamps, 0: none yet).
     let (mut seen, mut seen_chunk) = (vec![0u64; k_len], vec![0u64; k_len]);

@@ -351,6 +351,11 @@ pub(crate) struct Reps {
 }
 
 impl Args {
+    /// `--groups` as N-tile group options: each size, 0 as `None` (the planner's group).
+    pub(crate) fn group_choices(&self) -> impl Iterator<Item = (u32, Option<u32>)> + '_ {
+        self.groups.iter().map(|&g| (g, (g > 0).then_some(g)))
+    }
+
     pub(crate) fn timing(&self) -> Reps {
         Reps { n: self.reps, synced: self.synced, settle_ms: self.settle_ms, warmup_ms: self.warmup_ms, timed_ms: self.timed_ms }
     }
@@ -726,9 +731,8 @@ fn run_dtype<T: InputElement>(
                     let flops = 2.0 * (nnzb * bs * bs * n) as f64;
                     let mut choices = vec![(String::from("spmm"), PlanOptions::default())];
                     choices.extend(
-                        args.groups
-                            .iter()
-                            .map(|&g| (format!("spmm G{g}"), PlanOptions { n_tile_group: (g > 0).then_some(g), ..Default::default() })),
+                        args.group_choices()
+                            .map(|(g, group)| (format!("spmm G{g}"), PlanOptions { n_tile_group: group, ..Default::default() })),
                     );
                     choices.extend(
                         args.merge.iter().map(|&m| (format!("spmm M{m}"), PlanOptions { merge_rows: Some(m), ..Default::default() })),

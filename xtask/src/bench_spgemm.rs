@@ -272,7 +272,7 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
             // each also with C blocks paired in column order where `--unpaired` asks.
             let pairings: &[(&str, Option<bool>)] = if args.unpaired { &[("", None), (" unpaired", Some(false))] } else { &[("", None)] };
             let plans = std::iter::once((String::new(), None))
-                .chain(args.groups.iter().map(|&g| (format!(" G{g}"), (g > 0).then_some(g))))
+                .chain(args.group_choices().map(|(g, group)| (format!(" G{g}"), group)))
                 .flat_map(|(label, g)| {
                     pairings.iter().map(move |&(p, pair_columns)| {
                         (format!("{label}{p}"), PlanOptions { n_tile_group: g, pair_columns, ..Default::default() })

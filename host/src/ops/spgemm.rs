@@ -293,13 +293,13 @@ fn walk_rows(
     let ranges = crate::par::balanced_ranges(rows.end, threads, weight);
     let Some((tiles, records)) = stored else {
         if ranges.len() == 1 {
-            return walk_pairs(a, b, c, l, all_rows(a), None, given, false);
+            return walk_pairs(a, b, c, l, rows, None, given, false);
         }
         let parts = crate::par::for_ranges(&ranges, &mut vec![(); ranges.len()], |_, r, _| walk_pairs(a, b, c, l, r, None, given, false))?;
         return join_records(parts);
     };
     if ranges.len() == 1 {
-        return walk_pairs(a, b, c, l, all_rows(a), Some(records), given, true);
+        return walk_pairs(a, b, c, l, rows, Some(records), given, true);
     }
     // Each range's records in place in the result's words, where the counting pass put them.
     let rec_words = if l.groups > 1 { l.groups * l.group_words() } else { l.group_words() };

@@ -241,6 +241,14 @@ impl Context {
             (Some(_), Some(true)) => &[true],
             (Some(_), _) => &[false, true],
         };
+        // The stream a merge walks: reordered (`by_len`, with each position's place in A's
+        // stream) or A's.
+        let stream_in = |by_len: bool| -> (&[u32], &[u32], Option<&[u32]>) {
+            match (&reordered, by_len) {
+                (Some((rp, kx, pos)), true) => (rp, kx, Some(pos)),
+                _ => (&row_ptr, &kidx, None),
+            }
+        };
         let cost = |rp: &[u32], choice: TileChoice| tile_cost(rp, kb as u32, choice, n, core::mem::size_of::<T>());
         // A merged Hopper plan is weighed with and without skipping, as asked.
         let skip_choices: &[bool] = match opts.skip_absent {
@@ -259,11 +267,8 @@ impl Context {
                 let (t, skips) = if m == 1 {
                     (cost(&row_ptr, choice), false)
                 } else {
-                    let counts = match (&reordered, by_len) {
-                        (Some((rp, kx, _)), true) => merge_counts(rp, kx, m as usize, choice.shape().0),
-                        _ => merge_counts(&row_ptr, &kidx, m as usize, choice.shape().0),
-                    };
-                    let counts = match counts {
+                    let (rp, kx, _) = stream_in(by_len);
+                    let counts = match merge_counts(rp, kx, m as usize, choice.shape().0) {
                         Ok(counts) => counts,
                         Err(e) if opts.merge_rows.is_some() => return Err(e),
                         Err(_) => continue,
@@ -305,10 +310,11 @@ impl Context {
             });
         };
         // The merged stream of the plan kept (its counts passed the same checks).
-        let merged = match (m > 1, &reordered, by_len) {
-            (false, _, _) => None,
-            (true, Some((rp, kx, pos)), true) => Some(merge_rows(rp, kx, |q| block_of(pos[q] as usize), m as usize)?),
-            (true, _, _) => Some(merge_rows(&row_ptr, &kidx, block_of, m as usize)?),
+        let merged = if m > 1 {
+            let (rp, kx, pos) = stream_in(by_len);
+            Some(merge_rows(rp, kx, |q| block_of(pos.map_or(q, |p| p[q] as usize)), m as usize)?)
+        } else {
+            None
         };
         let merge_log2 = m.trailing_zeros();
         // A reordered plan's C row block of each stream row (the kernels' row map).
