@@ -212,8 +212,8 @@ pub const WG_N: u32 = 256;
 /// Rows of C one consumer warpgroup owns.
 pub const WG_M: u32 = 64;
 /// Elements of one TMA box side along M or N: one 128-byte swizzle span. The boxes the Hopper
-/// kernels load are `(ks, BOX)` (B, MN-major A) or `(ks, rows)` (K-major A), `ks` the tile's
-/// stage depth.
+/// kernels load are `(ks, BOX)` (B, MN-major A; on SpMM's shallow tiles MN-major A in `(ks,
+/// rb)` boxes, `rb ≤ BOX`) or `(ks, rows)` (K-major A), `ks` the tile's stage depth.
 pub const BOX: u32 = 64;
 /// Bytes of a `(BOX, BOX)` 16-bit box.
 pub const BOX_BYTES: u32 = BOX * BOX * 2;
@@ -250,7 +250,8 @@ pub struct WgmmaTile {
     pub ks: u32,
     /// A reaches the tensor cores through registers: each consumer warp loads its 16 rows of
     /// the stage's A with `ldmatrix` from a row-major, unswizzled `(tm, ks)` slice (rows of 32
-    /// bytes) and runs `wgmma` with A in registers. For the 16-deep tile, whose K-major A rows
+    /// bytes; Aᵀ with `ldmatrix.trans` from its swizzled `(ks, rb)` boxes) and runs `wgmma`
+    /// with A in registers. For the 16-deep tile, whose K-major A rows
     /// are 32 bytes: TMA fetches a 32-byte-swizzled box 16 bytes at a time (twice the L2
     /// sector reads, four times the requests: perf notes v18), while a 16-wide block's values
     /// are one contiguous run that unswizzled boxes read in whole 128-byte lines.
@@ -282,7 +283,8 @@ impl WgmmaTile {
     pub const fn threads(&self) -> u32 {
         128 * (1 + self.consumers())
     }
-    /// `a_groups` A slices of `(tm, ks)`: K-major boxes, or `tm / 64` MN-major boxes.
+    /// `a_groups` A slices of `(tm, ks)`: K-major boxes, or `tm / 64` MN-major boxes (on
+    /// SpMM's shallow tiles `tm / rb` of `(ks, rb)`, as many bytes).
     pub const fn a_stage_bytes(&self) -> u32 {
         self.a_groups * self.a_group_bytes()
     }
@@ -294,7 +296,8 @@ impl WgmmaTile {
     pub const fn b_stage_bytes(&self) -> u32 {
         self.ks * self.tn() * 2
     }
-    /// One `(ks, 64)` box: of B, or of an MN-major A.
+    /// One `(ks, 64)` box: of B, or of an MN-major A (but on SpMM's shallow tiles, whose
+    /// MN-major A boxes are `(ks, rb)`).
     pub const fn box_bytes(&self) -> u32 {
         self.ks * BOX * 2
     }
@@ -388,8 +391,9 @@ pub const WGMMA_TILES: [WgmmaTile; 6] = [
 pub const PACKED_ROW: u32 = 64;
 
 /// Indices into [`WGMMA_TILES`] of SpMM's shallow tiles, deepest first: 128 rows, stages of
-/// one 32-deep (16-deep) block column, A in `(ks, rb)` K-major boxes, one per merged block row
-/// of `rb ≥ ks` rows (`128 / rb` rows merged). The planner takes the deepest one whose `ks`
+/// one 32-deep (16-deep) block column, A in `(ks, rb)` boxes, one per merged block row of `rb ≥
+/// ks` rows (`128 / rb` rows merged): K-major, or MN-major for a stream of Aᵀ (`rb ≤` [`BOX`],
+/// rows of `2 · rb` bytes swizzled over the row). The planner takes the deepest one whose `ks`
 /// divides the blocks' K extent.
 pub const WGMMA_SHALLOW_TILES: [usize; 2] = [3, 4];
 

@@ -78,7 +78,8 @@ pub(crate) fn tensor_map<T: Element>(ptr: u64, dims: [u64; 3], pitches: [u64; 2]
         return Err(Error::TooLarge { what: "TMA tensor extent", value: dims.iter().copied().max().unwrap_or(0) as usize });
     }
     // Swizzled over the box's contiguous extent: 128 bytes (64 f16/bf16, 32 f32), or 64 / 32
-    // for the 32- / 16-deep K-major boxes of the Hopper tiles for shallow blocks.
+    // for the shallow Hopper tiles' A boxes (32- / 16-deep K-major ones, or MN-major ones of
+    // 32- / 16-row blocks of a stream of Aᵀ).
     let swizzle = match boxdim[0] as usize * core::mem::size_of::<T>() {
         _ if !swizzle => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
         128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,

@@ -474,11 +474,11 @@ fn merged_cases(v: &mut Cases) {
         for &pat in &heavy {
             let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][i % 4];
             let ab = if i % 3 == 1 { (0.5, 1.5) } else { (1.0, 0.0) };
-            // Streams of Aᵀ merge on the Hopper tiles in pairs only (64- and 32-row blocks).
+            // Streams of Aᵀ (Aᵀ · B, X · A) and of A (X · Aᵀ) in turn.
             let ops = if m == 2 {
                 [plain, Op::Spmm { op_a: N, b: C, c: C }, Op::Spmm { op_a: T, b: R, c: R }, Op::DenseSparse { x: R, op_a: N, c: C }]
             } else {
-                [plain, Op::Spmm { op_a: N, b: C, c: C }, Op::DenseSparse { x: C, op_a: T, c: R }, Op::DenseSparse { x: R, op_a: T, c: C }]
+                [plain, Op::Spmm { op_a: T, b: C, c: R }, Op::DenseSparse { x: C, op_a: T, c: R }, Op::DenseSparse { x: R, op_a: N, c: C }]
             };
             let op = ops[i % ops.len()];
             let rows = if bs == 16 { 64 } else { 33 };
@@ -517,7 +517,7 @@ fn merged_cases(v: &mut Cases) {
         }
     }
     // The Hopper tiles of 32- and 16-deep stages (blocks 32 / 16 deep or 32 / 16 rows, K-major
-    // A; a block-row count that fills whole warpgroups): every family, both layouts of B and C,
+    // A, and below streams of Aᵀ; a block-row count that fills whole warpgroups): every family, both layouts of B and C,
     // one, two and four stages per block, unmerged 128-row blocks, dense × sparse, split-K,
     // batches. (`--path portable` runs them on the portable tiles, 16-row blocks unmerged.)
     // (block side, [((bm, bk), rows merged)])
@@ -550,6 +550,41 @@ fn merged_cases(v: &mut Cases) {
         }
         for x in [R, C] {
             v.push(Op::DenseSparse { x, op_a: T, c: R }, (384, 320, 136), (bs, bs), (F16, F32), Pattern::Banded(0.3), (1.0, 0.5), 2);
+            v.merged(m);
+        }
+        // Streams of Aᵀ (MN-major boxes of `rb ≤ 64` rows): Aᵀ · B in both layouts of B and
+        // C and X · A, with the stream's rows (bk) and K extent (bm) 16, 32 or 64 apart, every
+        // family once at square blocks.
+        let transposed: Shapes = if bs == 32 {
+            &[((32, 32), 4), ((32, 64), 2), ((64, 32), 4)]
+        } else {
+            &[((16, 16), 8), ((16, 32), 4), ((32, 16), 8), ((16, 64), 2)]
+        };
+        for (j, &((bm, bk), m)) in transposed.iter().enumerate() {
+            for (b, c) in [(R, R), (C, C), (R, C)] {
+                let dt = [(F16, F32), (Bf16, Bf16), (F16, F16), (Bf16, F32)][i % 4];
+                let pat = [Pattern::EmptyRows(0.4), Pattern::Banded(0.3), Pattern::Uniform(0.35)][(i + j) % 3];
+                let ab = if i % 3 == 1 { (1.5, -0.75) } else { (1.0, 0.0) };
+                // Stream rows (A's block columns): 10 · 64 / bk of them, whole warpgroups.
+                v.push(Op::Spmm { op_a: T, b, c }, (9 * bm.max(32), 640, 200 + 9 * (i % 4)), (bm, bk), dt, pat, ab, 1 + i % 2);
+                v.merged(m);
+                i += 1;
+            }
+            // 576 / bk stream rows: the last tile's second warpgroup past M.
+            v.push(
+                Op::DenseSparse { x: R, op_a: N, c: C },
+                (5 * bm.max(32), 576, 136),
+                (bm, bk),
+                (Bf16, F32),
+                Pattern::Banded(0.3),
+                (1.0, 0.5),
+                2,
+            );
+            v.merged(m);
+        }
+        for (j, f) in MaskFamily::REAL.iter().enumerate() {
+            let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][(i + j) % 4];
+            v.push(Op::Spmm { op_a: T, b: R, c: R }, (1088, 640, 264), (bs, bs), dt, Pattern::Family(*f), (1.0, 0.0), 1);
             v.merged(m);
         }
         // (N past 128: at one N tile of 128 or fewer columns the model prefers the portable tile.)

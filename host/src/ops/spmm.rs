@@ -392,11 +392,11 @@ impl Context {
 
     /// The plans a stream of `rows` rows of `rb`-row blocks of K extent `kb` can run: `(tile,
     /// rows merged per tile)`, the unmerged plan first. On the Hopper module: 64-row rows in
-    /// pairs on the 128-row tile (one `(64, 64)` TMA box each); and, for K-major A whose blocks
-    /// the 64-deep tiles cannot take (32 or 16 deep, or rows of 32 or 16), the 128-row tile of
-    /// the deepest stages `ks` (32 or 16) that divide the blocks' K extent, with `128 / rb` rows
-    /// of at least `ks` (one `(ks, rb)` box each), where the rows past the last stream row fill
-    /// whole warpgroups. On the portable kernel, any taller tile whose
+    /// pairs on the 128-row tile (one `(64, 64)` TMA box each); and, for blocks the 64-deep
+    /// tiles cannot take (32 or 16 deep, or rows of 32 or 16), the 128-row tile of the deepest
+    /// stages `ks` (32 or 16) that divide the blocks' K extent, with `128 / rb` rows of at least
+    /// `ks` (one `(ks, rb)` box each; for Aᵀ, rows of at most 64), where the rows past the last
+    /// stream row fill whole warpgroups. On the portable kernel, any taller tile whose
     /// warps' rows each lie inside one stream row. (Rows past the last stream row are skipped
     /// whole by the epilogues.)
     fn merge_candidates<T: InputElement>(
@@ -435,8 +435,10 @@ impl Context {
                     let ks = WGMMA_TILES[tile].ks as usize;
                     kb.is_multiple_of(ks) && rb >= ks
                 });
+                // (Aᵀ: one `(ks, rb)` MN-major box per merged row, a row of it within one
+                // 128-byte swizzle span.)
                 if let Some(tile) = shallow
-                    && kernel_op == Transpose::No
+                    && (kernel_op == Transpose::No || rb <= BOX as usize)
                     && hopper_fits
                     && tall.is_multiple_of(rb)
                     && whole_warpgroups
@@ -639,19 +641,24 @@ impl Context {
             KernelFamily::Hopper => {
                 let t = WGMMA_TILES[choice.tile];
                 // A: the values as a (nnzb · bm, bk) matrix per batch entry, in boxes of 64 × 64
-                // (Aᵀ), of the whole tile height (K-major, unmerged, 64-deep stages) or of one
-                // block row (K-major, one box per merged row or shallow stages). A tile that
-                // takes A through registers gets it unswizzled; blocks exactly `ks` wide then
-                // as the values in rows of PACKED_ROW (a block's box: its whole rows).
-                let tmap_a = if t.a_regs && block.bk == t.ks as usize {
+                // (Aᵀ, 64-deep stages), of `ks` rows of one block (Aᵀ, shallow stages: one box
+                // per merged row), of the whole tile height (K-major, unmerged, 64-deep stages)
+                // or of one block row (K-major, one box per merged row or shallow stages). A
+                // tile that takes K-major A through registers gets it unswizzled; blocks exactly
+                // `ks` wide then as the values in rows of PACKED_ROW (a block's box: its whole
+                // rows).
+                let tmap_a = if t.a_regs && plan.kernel_op == Transpose::No && block.bk == t.ks as usize {
                     a.values_map(a_values, PACKED_ROW as usize, [PACKED_ROW, (block.bm * block.bk / PACKED_ROW as usize) as u32], false)?
                 } else {
                     let a_box = match plan.kernel_op {
+                        Transpose::Yes if t.ks < WG_K => [block.bk as u32, t.ks],
                         Transpose::Yes => [WG_K, WG_K],
                         Transpose::No if plan.merge_log2 == 0 && t.ks == WG_K => [WG_K, t.tm],
                         Transpose::No => [t.ks, block.bm as u32],
                     };
-                    a.values_map(a_values, block.bk, a_box, !t.a_regs)?
+                    // Swizzled, but K-major A taken through registers (Aᵀ through registers
+                    // is read swizzled, by `ldmatrix.trans`).
+                    a.values_map(a_values, block.bk, a_box, !t.a_regs || plan.kernel_op == Transpose::Yes)?
                 };
                 // B: (ks, 64) boxes, rows along N (row-major) or along K (column-major).
                 let b_box = if bs.layout == Layout::RowMajor { [BOX, t.ks] } else { [t.ks, BOX] };

@@ -11,7 +11,8 @@
 //!
 //! Stage layout (`WgmmaTile`, stages `ks` = 64 deep, or 32 / 16 on SpMM's shallow tiles): A `(tm,
 //! ks)` as K-major boxes `(ks, rows)` (rows of `2 · ks` bytes, swizzled over the row) or `tm /
-//! 64` MN-major boxes `(64 M, ks K)`; B `(ks, tn)` as `tn / 64` boxes, MN-major `(64 N, ks K)`
+//! 64` MN-major boxes `(64 M, ks K)` (on the shallow tiles `tm / rb` boxes `(rb M, ks K)`, one per
+//! merged row, [`HopperOp::a_mn_width`]); B `(ks, tn)` as `tn / 64` boxes, MN-major `(64 N, ks K)`
 //! (128-byte swizzle) or K-major `(ks K, 64 N)`. Consumer `c` owns rows `64 · (c / wg_n)` and
 //! columns `256 · (c % wg_n)` of the tile, i.e. A rows `64 · (c / wg_n)` (`64 · 2 · ks` bytes
 //! on) and B boxes `4 · (c % wg_n) ..` in either layout.
@@ -35,7 +36,7 @@ use crate::core::epilogue::{BlockDest, CStage, ChunkTo, DenseDest, partial_tile,
 use crate::core::ring::{MbarRing, PipelineState};
 use crate::core::work::ItemCursor;
 use crate::dtype::{Output, WgInput};
-use crate::ptx::{ldmatrix_x4, smem_base, st_shared_v2_u32, sync_threads, thread_idx};
+use crate::ptx::{ldmatrix_x4, ldmatrix_x4_trans, smem_base, st_shared_v2_u32, sync_threads, thread_idx};
 use crate::ptx_sm90::{
     fence_proxy_async_smem, named_barrier, named_barrier_arrive, set_max_nreg_consumer, set_max_nreg_producer, swizzled_desc, tma_load_3d,
     wgmma_commit, wgmma_fence, wgmma_wait0, wgmma_wait1,
@@ -49,11 +50,6 @@ pub const MASK_A_SHARED: u32 = 1 << 31;
 /// barrier, `1 + c` the epilogue barrier of consumer `c`).
 const SKEW_BARRIER: u32 = 3;
 
-/// Bytes of one row of an MN-major operand (64 f16/bf16 along M or N, 128-byte swizzled) and
-/// of its 8-row swizzle atom.
-const ROW_BYTES: u32 = 128;
-const ATOM_BYTES: u32 = 8 * ROW_BYTES;
-
 /// The wgmma descriptor of k16 step `kk` of a K-major operand at `base`: rows of `ks` elements
 /// (`k_row_bytes`: 128, 64 or 32), swizzled over the row, 8-row atoms `8 · k_row_bytes` apart; the
 /// step is 32 bytes along the row.
@@ -63,12 +59,16 @@ fn k_major_desc(t: WgmmaTile, base: u32, kk: u32) -> u64 {
     swizzled_desc(base + kk * 32, 16, 8 * row, row)
 }
 
-/// The wgmma descriptor of k16 step `kk` of an MN-major operand at `base`: `ks` rows of 64
-/// elements along M or N per `(ks, 64)` box, boxes `box_bytes` apart (the leading offset),
-/// 8-row atoms of 1024 bytes; the step is 16 rows.
+/// The wgmma descriptor of k16 step `kk` of an MN-major operand at `base`, in `(ks, width)`
+/// boxes: `ks` rows of `width` elements along M or N (64 for B and the 64-deep tiles' A; a
+/// shallow tile's A, one box per merged row, `rb` = 64, 32 or 16), each row swizzled over its
+/// `2 · width` bytes, boxes `width · ks · 2` bytes apart (the leading offset), 8-row atoms (the
+/// stride offset); the step is 16 rows. (CUTLASS's MN-major canonical layouts: `((T, w / T, m),
+/// (8, k)) : ((1, T, LBO), (w, SBO))`, `T` = 8 elements.)
 #[inline(always)]
-fn mn_major_desc(t: WgmmaTile, base: u32, kk: u32) -> u64 {
-    swizzled_desc(base + kk * 16 * ROW_BYTES, t.box_bytes(), ATOM_BYTES, ROW_BYTES)
+fn mn_major_desc(t: WgmmaTile, base: u32, kk: u32, width: u32) -> u64 {
+    let row = 2 * width;
+    swizzled_desc(base + kk * 16 * row, width * t.ks * 2, 8 * row, row)
 }
 
 /// Generic addresses of the kernel's tensor maps (in its parameter memory).
@@ -234,6 +234,13 @@ pub trait HopperOp {
     fn flags(p: &Self::Params) -> u32;
     /// K stages (of `t.ks`) of an item.
     fn k_stages(p: &Self::Params, item: &WorkItem, t: WgmmaTile) -> u32;
+    /// Elements along M of one MN-major A box on tile `t` (the width of its rows): [`BOX`] but
+    /// where the op loads narrower boxes (SpMM's shallow tiles: one `(ks, rb)` box per merged
+    /// row of a stream of Aᵀ).
+    #[inline(always)]
+    fn a_mn_width(_p: &Self::Params, _t: WgmmaTile) -> u32 {
+        BOX
+    }
     /// Writes a consumer warpgroup's `(64, 256)` accumulators (all 128 threads call it).
     unsafe fn store<O: Output>(p: &Self::Params, item: &WorkItem, acc: &[f32; 128], c: &Consumer);
 }
@@ -386,7 +393,7 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
     };
     // This warpgroup's operands inside a stage: A box wm, B boxes 4 wn .. 4 wn + 4.
     // (Rows of a K-major A are k_row_bytes long; an MN-major A's box wm, of (ks, 64), is as
-    // many bytes.)
+    // many bytes, as are a shallow tile's 64 / rb boxes of (ks, rb).)
     // (A column-split tile, `n_split`: all of A's rows, B boxes `2 c ..`. A zero-fill tile,
     // the only one with several A slices, addresses its slices and boxes per box from the
     // slot in its main loop.)
@@ -402,13 +409,14 @@ unsafe fn consume<Op: HopperOp, I: WgInput, O: Output>(p: &Op::Params, sm: Smem,
     }
     let mut st = PipelineState::new(t.stages);
     let skips = <Op::Stream as StageStream>::skips(p, t);
+    let a_width = Op::a_mn_width(p, t);
     let layout = Op::flags(p) & (flags::A_MN_MAJOR | flags::B_K_MAJOR);
     let mut items = unsafe { ItemCursor::mine(Op::work(p)) };
     while let Some(item) = unsafe { items.next() } {
         let n_k = Op::k_stages(p, &item, t);
         // (128 threads, 128) f32: the m64n256 accumulator fragment.
         let mut acc = [0.0f32; 128];
-        let ring = Mainloop { sm, a_off, b_off, n_k, lt, c, wm, wn, skips };
+        let ring = Mainloop { sm, a_off, b_off, n_k, lt, c, wm, wn, skips, a_width };
         unsafe {
             match layout {
                 0 => ring.run::<I, false, false>(&mut acc, &mut st, &mut skew_left),
@@ -442,6 +450,8 @@ struct Mainloop {
     wn: u32,
     /// Whether the stream skips ([`StageStream::skips`]).
     skips: bool,
+    /// An MN-major A's box width ([`HopperOp::a_mn_width`]).
+    a_width: u32,
 }
 
 /// Warps of a warpgroup.
@@ -483,11 +493,26 @@ impl Mainloop {
         let mut prev: Option<u32> = None;
         let mut kt = 0;
         let t = self.sm.t;
-        // A through registers: this thread's `ldmatrix.x4` row in the consumer's `(64, 16)`
-        // slice of row-major 32-byte rows: warp w's rows 16 w .. 16 w + 16, lanes 0-15 at K 0,
-        // lanes 16-31 at K 8 (the mma.m16n8k16 A fragment).
+        // A through registers, warp w's rows 16 w .. 16 w + 16 of the consumer's 64 as the
+        // mma.m16n8k16 A fragment (four 8 × 8 matrices: rows 0-7 / 8-15 at K 0, then at K 8):
+        // this thread's `ldmatrix.x4` row.
+        // - K-major, the consumer's `(64, 16)` slice of 32-byte rows along K: lanes 0-15 rows
+        //   0-15 at K 0, lanes 16-31 at K 8.
+        // - MN-major (Aᵀ, `ldmatrix.trans`), `(16, w)` boxes of K rows `2 · w` bytes long
+        //   (`w` = a_width, one box per merged row), swizzled over the row: the warp's rows
+        //   are box `16 w / w` at M `16 w % w`; lanes 0-7 / 8-15 / 16-23 / 24-31 give K rows
+        //   0-7 / 0-7 / 8-15 / 8-15 at M + 0 / 8 / 0 / 8. The slice starts 1024-byte aligned,
+        //   so TMA's swizzle (16-byte chunk ^= the address bits from 7 on, as many as the
+        //   span has chunks) is that of the offset.
         let (warp, lane) = (self.lt / 32, self.lt % 32);
-        let a_row = (16 * warp + lane % 16) * t.k_row_bytes() + (lane / 16) * 16;
+        let a_row = if A_MN {
+            let (w, m) = (self.a_width, 16 * warp);
+            let k_row = lane % 8 + 8 * (lane / 16);
+            let off = (m / w) * w * t.ks * 2 + k_row * 2 * w + (m % w + 8 * ((lane / 8) % 2)) * 2;
+            off ^ (((off >> 7) & (w / 8 - 1)) << 4)
+        } else {
+            (16 * warp + lane % 16) * t.k_row_bytes() + (lane / 16) * 16
+        };
         while kt < self.n_k {
             unsafe { ring.consumer_wait(*st) };
             // Bit `c` of the stage's mask: this consumer multiplies it (on a zero-fill tile, bit
@@ -516,9 +541,9 @@ impl Mainloop {
                 // Loaded before the fence, which orders the registers' writes before the
                 // wgmma that reads them.
                 // SAFETY: inside this stage's A slice, which the full barrier made visible.
-                let af = unsafe { ldmatrix_x4(a + a_row) };
+                let af = unsafe { if A_MN { ldmatrix_x4_trans(a + a_row) } else { ldmatrix_x4(a + a_row) } };
                 wgmma_fence();
-                let db = if B_K { k_major_desc(t, b, 0) } else { mn_major_desc(t, b, 0) };
+                let db = if B_K { k_major_desc(t, b, 0) } else { mn_major_desc(t, b, 0, BOX) };
                 unsafe { I::wgmma_rs::<B_K>(acc, af, db) };
             } else if t.zero_fill {
                 wgmma_fence();
@@ -560,7 +585,7 @@ impl Mainloop {
                 };
                 let mut kk = 0;
                 while kk < t.ks / 16 {
-                    let d = |j: usize| (k_major_desc(t, a_box[j], kk), mn_major_desc(t, b_box[j], kk));
+                    let d = |j: usize| (k_major_desc(t, a_box[j], kk), mn_major_desc(t, b_box[j], kk, BOX));
                     let (d0, d1, d2, d3) = (d(0), d(1), d(2), d(3));
                     unsafe {
                         I::wgmma_n64::<false, false>(q0, d0.0, d0.1);
@@ -575,10 +600,10 @@ impl Mainloop {
                 let mut kk = 0;
                 while kk < t.ks / 16 {
                     // K-major: rows of ks elements along K, next k16 slice 32 bytes on.
-                    // MN-major: rows along M (N) in 64-element boxes LBO apart, 8-row K groups
-                    // SBO apart; next k16 slice = 16 rows on.
-                    let da = if A_MN { mn_major_desc(t, a, kk) } else { k_major_desc(t, a, kk) };
-                    let db = if B_K { k_major_desc(t, b, kk) } else { mn_major_desc(t, b, kk) };
+                    // MN-major: rows along M (N) in boxes of a_width (B: 64) elements LBO apart,
+                    // 8-row K groups SBO apart; next k16 slice = 16 rows on.
+                    let da = if A_MN { mn_major_desc(t, a, kk, self.a_width) } else { k_major_desc(t, a, kk) };
+                    let db = if B_K { k_major_desc(t, b, kk) } else { mn_major_desc(t, b, kk, BOX) };
                     unsafe { I::wgmma::<A_MN, B_K>(acc, da, db) };
                     kk += 1;
                 }
@@ -598,7 +623,7 @@ impl Mainloop {
                 while kk < t.ks / 16 {
                     let da0 = k_major_desc(t, a, kk);
                     let da1 = k_major_desc(t, a + WG_M * t.k_row_bytes(), kk);
-                    let db = mn_major_desc(t, b, kk);
+                    let db = mn_major_desc(t, b, kk, BOX);
                     unsafe {
                         I::wgmma_n128::<false, false>(lo, da0, db);
                         I::wgmma_n128::<false, false>(hi, da1, db);

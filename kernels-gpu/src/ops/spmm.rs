@@ -557,11 +557,6 @@ mod hopper {
         unsafe fn issue(&self, p: &SpmmParams, s: &Stage, maps: &Maps, t: WgmmaTile, slot: Slot, full: u32, consumers: u32) {
             let a_mn = p.flags & flags::A_MN_MAJOR != 0;
             let b_k = p.flags & flags::B_K_MAJOR != 0;
-            // The shallow tiles stream K-major A only (the planner never gives them Aᵀ): their
-            // A boxes would not deliver the stage's bytes.
-            if a_mn && t.ks != WG_K {
-                crate::ptx::trap();
-            }
             let (n_tile, kin) = (s.n_kin >> 8, s.n_kin & 0xff);
             let b_row = (s.kblk << kb_log2(p)) + kin;
             let n0 = n_tile * t.tn();
@@ -573,16 +568,17 @@ mod hopper {
                     let (k, m) = if a_mn { (blk_row + kin, 0) } else { (kin, blk_row) };
                     load_a(maps, t, a_mn, slot, k, m, s.batch, full);
                 } else {
-                    // One box per merged row h, rows h · rb .. of the tile: a (ks, rb) K-major
-                    // map box (rows of k_row_bytes), or on the 64-deep tiles a (64, 64)
-                    // MN-major one (rb = 64, as many bytes); a row without a block there loads
+                    // One box per merged row h, rows h · rb .. of the tile, rb · ks elements: a
+                    // (ks, rb) K-major map box (rows of k_row_bytes), or an MN-major (Aᵀ) one of
+                    // ks rows of the block from row kin, rb wide (the 64-deep tiles: (64, 64),
+                    // rb = 64; the shallow ones: rb ≤ 64, the planner's bound); a row without a block there loads
                     // from row `a_rows`, past the end of the values: TMA fills the box with
                     // zeros without reading memory.
-                    // A tile that takes A through registers, with blocks exactly ks wide, maps
+                    // A tile that takes K-major A through registers, with blocks exactly ks wide, maps
                     // the values as rows of PACKED_ROW elements (the host's choice for that
                     // case too): block row r lies in map row r · ks / PACKED_ROW, and a block's
                     // box is its bm · ks / PACKED_ROW whole rows.
-                    let packed = t.a_regs && kb_log2(p) == t.ks.trailing_zeros();
+                    let packed = t.a_regs && !a_mn && kb_log2(p) == t.ks.trailing_zeros();
                     let rb_log2 = rb_log2(p);
                     // Warp-wide (many rows): gather the rows' blocks from their lanes; lane 0
                     // issues.
@@ -643,6 +639,12 @@ mod hopper {
         #[inline(always)]
         fn k_stages(p: &SpmmParams, item: &WorkItem, t: WgmmaTile) -> u32 {
             ((item.blk_end - item.blk_begin) << kb_log2(p)) / t.ks
+        }
+
+        /// A shallow tile loads Aᵀ in one `(ks, rb)` box per merged row.
+        #[inline(always)]
+        fn a_mn_width(p: &SpmmParams, t: WgmmaTile) -> u32 {
+            if t.ks < WG_K { 1 << rb_log2(p) } else { BOX }
         }
 
         #[inline(always)]
