@@ -17,6 +17,8 @@
 //!   X and Y in either layout; each SpMM-like row also as a time ratio to plain SpMM on the same
 //!   pattern, re-timed right before it (the same clock state: under sustained load the GPU's
 //!   clocks follow its power cap), dense cuBLAS re-timed before each SDDMM row;
+//! - `--transposed`: each plain case again as `Aᵀ · B`, A stored transposed so that op(A) has the
+//!   case's pattern (the same work through the kernels' streams of Aᵀ);
 //! - `--batched`: 16 matrices of 2048³ sharing one pattern (SpMM and SDDMM), against dense
 //!   cuBLAS strided-batched GEMM on the same shapes;
 //! - `--spgemm`: BSR × BSR at M×N×K (`bench_spgemm.rs`): uniform 12.5 % and 50 %, top-16 blocks
@@ -25,8 +27,8 @@
 //!   the dense rate and A + B + C bytes at the DRAM bandwidth; both measured right before each
 //!   row, the fastest of the run used); with `--peers`, PyTorch's CSR × CSR on the same
 //!   patterns;
-//! - `--peers`: PyTorch's Triton BSR kernels on the same cases (default parameters and, with
-//!   `--tune`, tuned for this GPU by `tune_bsr_dense_addmm`, cached in `--peer-cache`), and
+//! - `--peers`: PyTorch's Triton BSR kernels on the same cases (default parameters and, unless
+//!   `--no-tune`, tuned for this GPU by `tune_bsr_dense_addmm`, cached in `--peer-cache`), and
 //!   PyTorch's CSR × CSR (cuSPARSE) on the SpGEMM cases.
 //!
 //! The JSON (`--json`) holds the rows and what is needed to place and reproduce them: GPU,
@@ -131,6 +133,12 @@ pub struct Args {
     /// M<m>R"; the kernel column says `r` for a reordered plan).
     #[arg(long)]
     reorder: bool,
+    /// Also time each plain SpMM case as a stream of Aᵀ: A stored transposed (its mask
+    /// transposed), so that op(A) = Aᵀ has the case's pattern and `Aᵀ · B` does the same work
+    /// (row "spmm At", the planner's choice, and "spmm At M<m>" for each --merge; with --masks,
+    /// every family through the merged plans of the streams of Aᵀ).
+    #[arg(long)]
+    transposed: bool,
     /// Also time plain SpMM with the consumers of merged Hopper plans never skipping the
     /// stages their rows lack and always skipping them (`PlanOptions::skip_absent`: rows
     /// "spmm S0" / "spmm S1", and "M<m>S0" / "M<m>S1" for each --merge; the kernel column says
@@ -141,8 +149,13 @@ pub struct Args {
     /// with --spgemm its CSR × CSR product (torch.sparse.mm, cuSPARSE) on the same patterns.
     #[arg(long)]
     peers: bool,
-    /// With --peers: also tune PyTorch's kernel for this GPU on the plain SpMM cases.
-    #[arg(long)]
+    /// With --peers: PyTorch's default parameters only, not also its kernel tuned for this GPU
+    /// (by default each plain SpMM case with a peer is timed both ways; tuning a case that
+    /// --peer-cache lacks takes 20–180 s).
+    #[arg(long, overrides_with = "tune")]
+    no_tune: bool,
+    /// The default since 2026-11-27 (kept for older command lines): tune as well.
+    #[arg(long, hide = true, overrides_with = "no_tune")]
     tune: bool,
     /// Cache of PyTorch's tuned parameters (read and extended across runs).
     #[arg(long, default_value = "target/torch_tuned.json")]
@@ -354,6 +367,11 @@ impl Args {
     /// `--groups` as N-tile group options: each size, 0 as `None` (the planner's group).
     pub(crate) fn group_choices(&self) -> impl Iterator<Item = (u32, Option<u32>)> + '_ {
         self.groups.iter().map(|&g| (g, (g > 0).then_some(g)))
+    }
+
+    /// Whether PyTorch's kernel is tuned too (`--no-tune` not given, or `--tune` after it).
+    pub(crate) fn tunes(&self) -> bool {
+        self.tune || !self.no_tune
     }
 
     pub(crate) fn timing(&self) -> Reps {
@@ -766,15 +784,34 @@ fn run_dtype<T: InputElement>(
                         let mut r = info.row(label.clone(), kernel, ms, plan_ms);
                         if pattern == "uniform" && label == "spmm" {
                             r.peer_case =
-                                Some(peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune && density == args.densities[0]));
+                                Some(peer("spmm", bs, density, 1, (m, n, k), false, false, args.tunes() && density == args.densities[0]));
                         } else if label == "spmm" && MaskFamily::REAL.iter().any(|f| f.name() == pattern) {
                             // PyTorch on the same pattern: the mask travels with the case.
-                            let mut c = peer("spmm", bs, density, 1, (m, n, k), false, false, args.tune);
+                            let mut c = peer("spmm", bs, density, 1, (m, n, k), false, false, args.tunes());
                             c["pattern"] = serde_json::json!(pattern);
                             c["mask"] = serde_json::json!(mask.iter().map(|&x| if x { '1' } else { '0' }).collect::<String>());
                             r.peer_case = Some(c);
                         }
                         rows.push(r);
+                    }
+                    if args.transposed {
+                        let (gr, gc) = (m / bs, k / bs);
+                        let mask_t: Vec<bool> = (0..gc * gr).map(|i| mask[(i % gr) * gc + i / gr]).collect();
+                        let at = b.bsr(1, k, m, bs, &mask_t)?;
+                        let choices = std::iter::once((String::from("spmm At"), None))
+                            .chain(args.merge.iter().map(|&m| (format!("spmm At M{m}"), Some(m))));
+                        for (label, merge_rows) in choices.collect::<Vec<_>>() {
+                            let opts = PlanOptions { merge_rows, ..Default::default() };
+                            if merge_rows.is_some()
+                                && let Err(blocksparse::Error::UnsupportedMerge { .. }) =
+                                    b.ctx.plan_spmm_with(&at, Transpose::Yes, n, &opts)
+                            {
+                                continue;
+                            }
+                            let (ms, kernel, plan_ms) = b.spmm(&at, Transpose::Yes, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
+                            let info = CaseInfo { dtype: dt, shape: (1, m, n, k), bs, pattern: &pattern, density, nnzb, flops, dense_ms };
+                            rows.push(info.row(label, kernel, ms, plan_ms));
+                        }
                     }
                     bar.inc(1);
                 }
