@@ -250,8 +250,8 @@ pub struct WgmmaTile {
     pub ks: u32,
     /// A reaches the tensor cores through registers: each consumer warp loads its 16 rows of
     /// the stage's A with `ldmatrix` from a row-major, unswizzled `(tm, ks)` slice (rows of 32
-    /// bytes; Aᵀ with `ldmatrix.trans` from its swizzled `(ks, rb)` boxes) and runs `wgmma`
-    /// with A in registers. For the 16-deep tile, whose K-major A rows
+    /// bytes; Aᵀ with `ldmatrix.trans` from its `(ks, rb)` boxes, swizzled where `rb > ks`) and
+    /// runs `wgmma` with A in registers. For the 16-deep tile, whose K-major A rows
     /// are 32 bytes: TMA fetches a 32-byte-swizzled box 16 bytes at a time (twice the L2
     /// sector reads, four times the requests: perf notes v18), while a 16-wide block's values
     /// are one contiguous run that unswizzled boxes read in whole 128-byte lines.

@@ -644,11 +644,14 @@ impl Context {
                 // (Aᵀ, 64-deep stages), of `ks` rows of one block (Aᵀ, shallow stages: one box
                 // per merged row), of the whole tile height (K-major, unmerged, 64-deep stages)
                 // or of one block row (K-major, one box per merged row or shallow stages). A
-                // tile that takes K-major A through registers gets it unswizzled; blocks exactly
-                // `ks` wide then as the values in rows of PACKED_ROW (a block's box: its whole
-                // rows).
-                let tmap_a = if t.a_regs && plan.kernel_op == Transpose::No && block.bk == t.ks as usize {
-                    a.values_map(a_values, PACKED_ROW as usize, [PACKED_ROW, (block.bm * block.bk / PACKED_ROW as usize) as u32], false)?
+                // tile that takes A through registers gets K-major A unswizzled; blocks exactly
+                // `ks` wide (K-major, or Aᵀ of ks-row stream blocks) as the values in rows of
+                // PACKED_ROW (a box: whole rows), unswizzled.
+                let tmap_a = if t.a_regs && block.bk == t.ks as usize {
+                    // A box of whole map rows: a K-major block (bm rows), or ks rows of one for
+                    // Aᵀ.
+                    let rows = if plan.kernel_op == Transpose::No { block.bm } else { t.ks as usize };
+                    a.values_map(a_values, PACKED_ROW as usize, [PACKED_ROW, (rows * block.bk / PACKED_ROW as usize) as u32], false)?
                 } else {
                     let a_box = match plan.kernel_op {
                         Transpose::Yes if t.ks < WG_K => [block.bk as u32, t.ks],
@@ -656,8 +659,8 @@ impl Context {
                         Transpose::No if plan.merge_log2 == 0 && t.ks == WG_K => [WG_K, t.tm],
                         Transpose::No => [t.ks, block.bm as u32],
                     };
-                    // Swizzled, but K-major A taken through registers (Aᵀ through registers
-                    // is read swizzled, by `ldmatrix.trans`).
+                    // Swizzled, but K-major A taken through registers (Aᵀ through registers,
+                    // blocks wider than ks, is read swizzled by `ldmatrix.trans`).
                     a.values_map(a_values, block.bk, a_box, !t.a_regs || plan.kernel_op == Transpose::Yes)?
                 };
                 // B: (ks, 64) boxes, rows along N (row-major) or along K (column-major).

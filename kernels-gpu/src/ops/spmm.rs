@@ -574,11 +574,13 @@ mod hopper {
                     // rb = 64; the shallow ones: rb ≤ 64, the planner's bound); a row without a block there loads
                     // from row `a_rows`, past the end of the values: TMA fills the box with
                     // zeros without reading memory.
-                    // A tile that takes K-major A through registers, with blocks exactly ks wide, maps
-                    // the values as rows of PACKED_ROW elements (the host's choice for that
-                    // case too): block row r lies in map row r · ks / PACKED_ROW, and a block's
-                    // box is its bm · ks / PACKED_ROW whole rows.
-                    let packed = t.a_regs && !a_mn && kb_log2(p) == t.ks.trailing_zeros();
+                    // A tile that takes A through registers, with blocks exactly ks wide (bk =
+                    // ks), maps the values as rows of PACKED_ROW elements (the host's choice for
+                    // that case too): value row r (of ks elements) lies in map row r · ks /
+                    // PACKED_ROW, and a box is whole map rows: a K-major block's bm · ks /
+                    // PACKED_ROW (kin is 0), or an MN-major (Aᵀ, rb = ks) box's ks · ks /
+                    // PACKED_ROW from row kin of the block.
+                    let packed = t.a_regs && p.bk_log2 == t.ks.trailing_zeros();
                     let rb_log2 = rb_log2(p);
                     // Warp-wide (many rows): gather the rows' blocks from their lanes; lane 0
                     // issues.
@@ -602,7 +604,7 @@ mod hopper {
                             let blk = blks[h as usize];
                             let row = if blk != NO_BLOCK { blk << p.bm_log2 } else { p.a_rows };
                             let (x, y) = if packed {
-                                (0, row >> (PACKED_ROW / t.ks).trailing_zeros())
+                                (0, (row + kin) >> (PACKED_ROW / t.ks).trailing_zeros())
                             } else if a_mn {
                                 (0, row + kin)
                             } else {
