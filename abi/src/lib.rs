@@ -306,6 +306,14 @@ impl WgmmaTile {
     pub const fn k_row_bytes(&self) -> u32 {
         self.ks * 2
     }
+    /// Whether this tile takes the A values of blocks `bk` wide packed: as rows of
+    /// [`PACKED_ROW`] elements, unswizzled, each box whole rows (one contiguous run: a K-major
+    /// block, or `ks` rows of an Aᵀ block). Tiles that take A through registers, for blocks
+    /// exactly `ks` wide; the host's map, the producer's coordinates and the consumers'
+    /// `ldmatrix` addresses all follow it.
+    pub const fn a_packed(&self, bk: u32) -> bool {
+        self.a_regs && bk == self.ks
+    }
     /// Bytes one stage's loads deliver.
     pub const fn stage_bytes(&self) -> u32 {
         self.a_stage_bytes() + self.b_stage_bytes()

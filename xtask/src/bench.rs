@@ -571,6 +571,18 @@ impl<'a, T: InputElement> Bench<'a, T> {
         Ok((ms, kernel, plan_ms))
     }
 
+    /// [`Bench::spmm`] of a plain case's row (B and C row-major, two B sets) planned with
+    /// `opts`; `None` (no row) where `opts` asks for a merge the kernels cannot run for these
+    /// blocks.
+    fn spmm_choice(&mut self, a: &DeviceBsr<T>, op_a: Transpose, n: usize, opts: &PlanOptions) -> Res<Option<(f64, String, f64)>> {
+        if opts.merge_rows.is_some()
+            && let Err(blocksparse::Error::UnsupportedMerge { .. }) = self.ctx.plan_spmm_with(a, op_a, n, opts)
+        {
+            return Ok(None);
+        }
+        self.spmm(a, op_a, Layout::RowMajor, Layout::RowMajor, n, opts, true).map(Some)
+    }
+
     /// Dense × sparse `C = op(X) · op(A)` (C row-major) timed. Returns (ms, kernel, plan ms).
     fn dense_sparse(&mut self, a: &DeviceBsr<T>, x_layout: Layout, op_a: Transpose, m: usize) -> Res<(f64, String, f64)> {
         let (ctx, reps) = (self.ctx, self.args.timing());
@@ -772,15 +784,11 @@ fn run_dtype<T: InputElement>(
                             (format!("spmm M{m}R"), PlanOptions { merge_rows: Some(m), reorder_rows: Some(true), ..Default::default() })
                         }));
                     }
+                    let info = CaseInfo { dtype: dt, shape: (1, m, n, k), bs, pattern: &pattern, density, nnzb, flops, dense_ms };
                     for (label, opts) in choices {
-                        // A merge the kernels cannot run for this block size has no row.
-                        if opts.merge_rows.is_some()
-                            && let Err(blocksparse::Error::UnsupportedMerge { .. }) = b.ctx.plan_spmm_with(&a, Transpose::No, n, &opts)
-                        {
+                        let Some((ms, kernel, plan_ms)) = b.spmm_choice(&a, Transpose::No, n, &opts)? else {
                             continue;
-                        }
-                        let (ms, kernel, plan_ms) = b.spmm(&a, Transpose::No, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
-                        let info = CaseInfo { dtype: dt, shape: (1, m, n, k), bs, pattern: &pattern, density, nnzb, flops, dense_ms };
+                        };
                         let mut r = info.row(label.clone(), kernel, ms, plan_ms);
                         if pattern == "uniform" && label == "spmm" {
                             r.peer_case =
@@ -802,15 +810,9 @@ fn run_dtype<T: InputElement>(
                             .chain(args.merge.iter().map(|&m| (format!("spmm At M{m}"), Some(m))));
                         for (label, merge_rows) in choices.collect::<Vec<_>>() {
                             let opts = PlanOptions { merge_rows, ..Default::default() };
-                            if merge_rows.is_some()
-                                && let Err(blocksparse::Error::UnsupportedMerge { .. }) =
-                                    b.ctx.plan_spmm_with(&at, Transpose::Yes, n, &opts)
-                            {
-                                continue;
+                            if let Some((ms, kernel, plan_ms)) = b.spmm_choice(&at, Transpose::Yes, n, &opts)? {
+                                rows.push(info.row(label, kernel, ms, plan_ms));
                             }
-                            let (ms, kernel, plan_ms) = b.spmm(&at, Transpose::Yes, Layout::RowMajor, Layout::RowMajor, n, &opts, true)?;
-                            let info = CaseInfo { dtype: dt, shape: (1, m, n, k), bs, pattern: &pattern, density, nnzb, flops, dense_ms };
-                            rows.push(info.row(label, kernel, ms, plan_ms));
                         }
                     }
                     bar.inc(1);

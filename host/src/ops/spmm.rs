@@ -647,7 +647,7 @@ impl Context {
                 // tile that takes A through registers gets K-major A unswizzled; blocks exactly
                 // `ks` wide (K-major, or Aᵀ of ks-row stream blocks) as the values in rows of
                 // PACKED_ROW (a box: whole rows), unswizzled.
-                let tmap_a = if t.a_regs && block.bk == t.ks as usize {
+                let tmap_a = if t.a_packed(block.bk as u32) {
                     // A box of whole map rows: a K-major block (bm rows), or ks rows of one for
                     // Aᵀ.
                     let rows = if plan.kernel_op == Transpose::No { block.bm } else { t.ks as usize };

@@ -499,9 +499,9 @@ impl Mainloop {
         // - K-major, the consumer's `(64, 16)` slice of 32-byte rows along K: lanes 0-15 rows
         //   0-15 at K 0, lanes 16-31 at K 8.
         // - MN-major (Aᵀ, `ldmatrix.trans`), `(16, w)` boxes of K rows `2 · w` bytes long
-        //   (`w` = a_width, one box per merged row), swizzled over the row where `w` > 16 (16:
-        //   the box is 512 contiguous bytes of the block, loaded unswizzled in whole lines, as
-        //   the K-major 16-wide blocks): the warp's rows are box `16 w / w` at M `16 w % w`;
+        //   (`w` = a_width, one box per merged row), swizzled over the row but where packed
+        //   (`WgmmaTile::a_packed`, w = 16: the box is 512 contiguous bytes of the block, loaded
+        //   unswizzled in whole lines, as the K-major 16-wide blocks): the warp's rows are box `16 w / w` at M `16 w % w`;
         //   lanes 0-7 / 8-15 / 16-23 / 24-31 give K rows 0-7 / 0-7 / 8-15 / 8-15 at M + 0 / 8 /
         //   0 / 8. The slice starts 1024-byte aligned, so TMA's swizzle (16-byte chunk ^= the
         //   address bits from 7 on, as many as the span has chunks) is that of the offset.
@@ -510,7 +510,8 @@ impl Mainloop {
             let (w, m) = (self.a_width, 16 * warp);
             let k_row = lane % 8 + 8 * (lane / 16);
             let off = (m / w) * w * t.ks * 2 + k_row * 2 * w + (m % w + 8 * ((lane / 8) % 2)) * 2;
-            let chunks = if w > t.ks { w / 8 - 1 } else { 0 };
+            // (For Aᵀ the box width is bk.)
+            let chunks = if t.a_packed(w) { 0 } else { w / 8 - 1 };
             off ^ (((off >> 7) & chunks) << 4)
         } else {
             (16 * warp + lane % 16) * t.k_row_bytes() + (lane / 16) * 16

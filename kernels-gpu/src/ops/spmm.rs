@@ -575,12 +575,12 @@ mod hopper {
                     // from row `a_rows`, past the end of the values: TMA fills the box with
                     // zeros without reading memory.
                     // A tile that takes A through registers, with blocks exactly ks wide (bk =
-                    // ks), maps the values as rows of PACKED_ROW elements (the host's choice for
-                    // that case too): value row r (of ks elements) lies in map row r · ks /
+                    // ks, `WgmmaTile::a_packed`), maps the values as rows of PACKED_ROW elements
+                    // (the host's choice for that case too): value row r (of ks elements) lies in map row r · ks /
                     // PACKED_ROW, and a box is whole map rows: a K-major block's bm · ks /
                     // PACKED_ROW (kin is 0), or an MN-major (Aᵀ, rb = ks) box's ks · ks /
                     // PACKED_ROW from row kin of the block.
-                    let packed = t.a_regs && p.bk_log2 == t.ks.trailing_zeros();
+                    let packed = t.a_packed(1 << p.bk_log2);
                     let rb_log2 = rb_log2(p);
                     // Warp-wide (many rows): gather the rows' blocks from their lanes; lane 0
                     // issues.
