@@ -215,13 +215,25 @@ pub(crate) const ITEM_FLOOR_PER_C_BYTE: f64 = 10.0;
 /// and weighted by [`WGMMA_BYTES_PER_FLOP`] on the Hopper kernels, in 16-byte chunks and by
 /// [`MMA_BYTES_PER_FLOP`] on the portable ones.
 pub(crate) fn tile_cost(row_ptr: &[u32], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {
-    let tm = choice.shape().0 as u64;
-    rows_cost(row_ptr.windows(2).map(|w| (w[1] - w[0]) as u64).map(|len| (len, len * tm)), kb, choice, n, elem_bytes, 1.0)
+    tile_costs(row_ptr, kb, choice, n, elem_bytes).sum()
 }
 
-/// [`tile_cost`] of stream rows given as (positions, rows of A streamed), each row's cost times
+/// [`tile_cost`] row by row: each tile row's cost, in order.
+pub(crate) fn tile_costs(row_ptr: &[u32], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> impl Iterator<Item = f64> {
+    let tm = choice.shape().0 as u64;
+    rows_cost(row_ptr.windows(2).map(move |w| (w[1] - w[0]) as u64).map(move |len| (len, len * tm)), kb, choice, n, elem_bytes, 1.0)
+}
+
+/// The [`tile_cost`] of each stream row given as (positions, rows of A streamed), times
 /// `factor`.
-fn rows_cost(rows: impl Iterator<Item = (u64, u64)>, kb: u32, choice: TileChoice, n: usize, elem_bytes: usize, factor: f64) -> f64 {
+fn rows_cost(
+    rows: impl Iterator<Item = (u64, u64)>,
+    kb: u32,
+    choice: TileChoice,
+    n: usize,
+    elem_bytes: usize,
+    factor: f64,
+) -> impl Iterator<Item = f64> {
     let (b_unit, bytes_per_flop) = match choice.family {
         KernelFamily::Hopper => (BOX, WGMMA_BYTES_PER_FLOP),
         KernelFamily::Portable => (CHUNK_ELEMS, MMA_BYTES_PER_FLOP),
@@ -229,8 +241,9 @@ fn rows_cost(rows: impl Iterator<Item = (u64, u64)>, kb: u32, choice: TileChoice
     let (tm, tn) = choice.shape();
     // The C a stream row's items write: `(tm, n)`.
     let row_floor = ITEM_FLOOR_PER_C_BYTE * tm as f64 * n as f64 * elem_bytes as f64;
-    rows.map(|(positions, a_rows)| (factor * plan_cost(positions, a_rows, kb, tn, b_unit, n, elem_bytes, bytes_per_flop)).max(row_floor))
-        .sum()
+    rows.map(move |(positions, a_rows)| {
+        (factor * plan_cost(positions, a_rows, kb, tn, b_unit, n, elem_bytes, bytes_per_flop)).max(row_floor)
+    })
 }
 
 /// Per merged row of `merged` (`m` stream rows per tile of `tm` rows): how many of its
@@ -278,10 +291,55 @@ pub(crate) const SKIP_FACTOR_DEEP: f64 = 1.11;
 /// their rows hold no block (`groups`: [`MergeCounts::groups`]): A's traffic and the tensor
 /// work count only the multiplying warpgroups' rows, B's every stage; times
 /// [`SKIP_FACTOR_SHALLOW`] or [`SKIP_FACTOR_DEEP`].
+#[cfg(test)]
 pub(crate) fn skip_tile_cost(row_ptr: &[u32], groups: &[u64], kb: u32, choice: TileChoice, n: usize, elem_bytes: usize) -> f64 {
+    skip_tile_costs(row_ptr, groups, kb, choice, n, elem_bytes).sum()
+}
+
+/// [`skip_tile_cost`] row by row: each merged row's cost, in order.
+pub(crate) fn skip_tile_costs<'a>(
+    row_ptr: &'a [u32],
+    groups: &'a [u64],
+    kb: u32,
+    choice: TileChoice,
+    n: usize,
+    elem_bytes: usize,
+) -> impl Iterator<Item = f64> + 'a {
     let factor = if choice.ks() < blocksparse_abi::WG_K { SKIP_FACTOR_SHALLOW } else { SKIP_FACTOR_DEEP };
     let rows = row_ptr.windows(2).zip(groups).map(|(w, &g)| ((w[1] - w[0]) as u64, g * WG_M as u64));
     rows_cost(rows, kb, choice, n, elem_bytes, factor)
+}
+
+/// A split plan's two parts (perf notes v38): of a merged candidate whose merged row `g`
+/// (stream rows at places `g · m .. g · m + m` of its order, `rows` in all) costs
+/// `group_costs[g]`, the merged rows that cost less merged than their stream rows unmerged
+/// (`row_cost(i)`: the unmerged cost of the stream row at place `i`), whole groups only (a
+/// last group of fewer than `m` rows stays unmerged), and the split's cost (each group at the
+/// cheaper of the two). `None` where no group is cheaper merged, or no whole group unmerged
+/// (the single merged plan then runs every group as the split would).
+///
+/// ```text
+/// merged[g] = |rows of g| == m  and  group_costs[g] < Σ_{i in g} row_cost(i)
+/// cost      = Σ_g (merged[g] ? group_costs[g] : Σ_{i in g} row_cost(i))
+/// ```
+pub(crate) fn split_groups(group_costs: &[f64], row_cost: impl Fn(usize) -> f64, m: usize, rows: usize) -> Option<(Vec<bool>, f64)> {
+    let m = m.max(1);
+    let (mut cost, mut merged, mut whole_plain) = (0.0, 0usize, 0usize);
+    let mut take = vec![false; group_costs.len()];
+    for (g, &merged_cost) in group_costs.iter().enumerate() {
+        let span = g * m..(g * m + m).min(rows);
+        let whole = span.len() == m;
+        let plain: f64 = span.map(&row_cost).sum();
+        if whole && merged_cost < plain {
+            take[g] = true;
+            merged += 1;
+            cost += merged_cost;
+        } else {
+            whole_plain += whole as usize;
+            cost += plain;
+        }
+    }
+    (merged > 0 && whole_plain > 0).then_some((take, cost))
 }
 
 #[cfg(test)]

@@ -211,6 +211,24 @@ pub fn topk_mask(block_rows: usize, block_cols: usize, k: usize, rng: &mut impl 
     mask
 }
 
+/// A block mask whose rows are of two kinds: `bands` bands of block rows (as equal as the rows
+/// allow), the even ones a sliding window of `±half` blocks ([`window_mask`]), the odd ones `k`
+/// blocks at random columns ([`topk_mask`]). Neighbouring rows of the window bands share most
+/// of their columns, those of the random bands few: a mask where merging rows pays for some
+/// rows and not for others (local and top-k attention in one mask, a layer pruned two ways).
+pub fn mixed_mask(block_rows: usize, block_cols: usize, half: usize, k: usize, bands: usize, rng: &mut impl Rng) -> Vec<bool> {
+    let window = window_mask(block_rows, block_cols, half);
+    let topk = topk_mask(block_rows, block_cols, k, rng);
+    let bands = bands.clamp(1, block_rows.max(1));
+    let mut mask = window;
+    for r in 0..block_rows {
+        if (r * bands / block_rows) % 2 == 1 {
+            mask[r * block_cols..(r + 1) * block_cols].copy_from_slice(&topk[r * block_cols..(r + 1) * block_cols]);
+        }
+    }
+    mask
+}
+
 /// The mask families of real block-sparse workloads, as `bench --masks` and `validate` use them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum MaskFamily {
@@ -229,6 +247,9 @@ pub enum MaskFamily {
     Zipf(f64),
     /// `k` random blocks per row ([`topk_mask`]).
     TopK(usize),
+    /// Rows of two kinds ([`mixed_mask`]): bands of sliding-window rows (±8 blocks) and of
+    /// top-16 rows, alternating.
+    Mixed,
 }
 
 impl MaskFamily {
@@ -254,6 +275,7 @@ impl MaskFamily {
             MaskFamily::BigBird => "bigbird".into(),
             MaskFamily::Zipf(d) => format!("zipf{d}"),
             MaskFamily::TopK(k) => format!("top{k}"),
+            MaskFamily::Mixed => "mixed".into(),
         }
     }
 
@@ -267,6 +289,7 @@ impl MaskFamily {
             MaskFamily::BigBird => bigbird_mask(block_rows, block_cols, 3, 2, 3, rng),
             MaskFamily::Zipf(d) => zipf_rows_mask(block_rows, block_cols, d, rng),
             MaskFamily::TopK(k) => topk_mask(block_rows, block_cols, k, rng),
+            MaskFamily::Mixed => mixed_mask(block_rows, block_cols, 8, 16, 8, rng),
         }
     }
 }

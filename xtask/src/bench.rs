@@ -139,6 +139,15 @@ pub struct Args {
     /// every family through the merged plans of the streams of Aᵀ).
     #[arg(long)]
     transposed: bool,
+    /// Also time plain SpMM never split and split wherever the model finds a merged and an
+    /// unmerged part (`PlanOptions::split_rows`: rows "spmm P0" / "spmm P1"; the kernel column
+    /// says `+tile:rows` for the unmerged part of a split plan).
+    #[arg(long)]
+    splits: bool,
+    /// With --masks: also time the mixed mask (bands of window ±8 rows and of top-16 rows,
+    /// `MaskFamily::Mixed`) at each block size.
+    #[arg(long)]
+    mixed: bool,
     /// Also time plain SpMM with the consumers of merged Hopper plans never skipping the
     /// stages their rows lack and always skipping them (`PlanOptions::skip_absent`: rows
     /// "spmm S0" / "spmm S1", and "M<m>S0" / "M<m>S1" for each --merge; the kernel column says
@@ -643,8 +652,16 @@ fn pattern_masks(args: &Args, br: usize, bc: usize, density: f64, rng: &mut Test
         for f in MaskFamily::REAL.iter().filter(|f| !matches!(f, MaskFamily::Uniform(_))) {
             v.push((f.name(), f.mask(br, bc, rng)));
         }
+        if args.mixed {
+            v.push((MaskFamily::Mixed.name(), MaskFamily::Mixed.mask(br, bc, rng)));
+        }
     }
     v
+}
+
+/// Whether `pattern` names a mask family (which has its own density).
+fn is_family(pattern: &str) -> bool {
+    MaskFamily::REAL.iter().any(|f| f.name() == pattern) || pattern == MaskFamily::Mixed.name()
 }
 
 fn short(l: Layout) -> &'static str {
@@ -755,8 +772,7 @@ fn run_dtype<T: InputElement>(
                     bar.set_message(format!("{dt} spmm b{bs} {pattern} {density}"));
                     let nnzb = mask.iter().filter(|&&x| x).count();
                     // Mask families have their own density.
-                    let density =
-                        if MaskFamily::REAL.iter().any(|f| f.name() == pattern) { nnzb as f64 / mask.len() as f64 } else { density };
+                    let density = if is_family(&pattern) { nnzb as f64 / mask.len() as f64 } else { density };
                     let a = b.bsr(1, m, k, bs, &mask)?;
                     let flops = 2.0 * (nnzb * bs * bs * n) as f64;
                     let mut choices = vec![(String::from("spmm"), PlanOptions::default())];
@@ -775,6 +791,12 @@ fn run_dtype<T: InputElement>(
                                 let label = format!("{prefix}S{}", s as u8);
                                 choices.push((label, PlanOptions { merge_rows, skip_absent: Some(s), ..Default::default() }));
                             }
+                        }
+                    }
+                    if args.splits {
+                        for split in [false, true] {
+                            let opts = PlanOptions { split_rows: Some(split), ..Default::default() };
+                            choices.push((format!("spmm P{}", split as u8), opts));
                         }
                     }
                     if args.reorder {
@@ -944,7 +966,7 @@ pub fn run(args: Args) -> Res<bool> {
         0
     } else {
         args.blocks.len() * args.densities.len() * (1 + args.skewed as usize + 2 * args.structured as usize)
-            + args.blocks.len() * if args.masks { MaskFamily::REAL.len() - 1 } else { 0 }
+            + args.blocks.len() * if args.masks { MaskFamily::REAL.len() - 1 + args.mixed as usize } else { 0 }
     }) + args.blocks.len() * (args.ops as usize + args.batched as usize)
         + if args.spgemm { args.spgemm_blocks.len() * spgemm::CASES } else { 0 };
     let bar = ProgressBar::new((per_dtype * args.dtypes.len()) as u64);

@@ -200,6 +200,9 @@ struct CasePlan {
     /// Merged: `PlanOptions::skip_absent` (the plan must skip, or not, wherever it is merged
     /// on the Hopper kernels).
     skip: Option<bool>,
+    /// `PlanOptions::split_rows` (`Some(true)`: a stream of A's rows on the Hopper kernels must
+    /// be split into a merged and an unmerged part).
+    split: Option<bool>,
     /// BSR × BSR: `PlanOptions::pair_columns` (`Some(false)`: the column-split tile's C blocks
     /// in column order; `Some(true)`: a plan for the Hopper kernels must pair them).
     pair: Option<bool>,
@@ -266,6 +269,15 @@ impl Cases {
         if let Some(c) = self.0.last_mut() {
             c.plan.pair = Some(pair);
             c.label += if pair { " paired" } else { " unpaired" };
+        }
+    }
+
+    /// The last case's plan is split where the model finds a merged and an unmerged part
+    /// (`PlanOptions::split_rows`).
+    fn split(&mut self) {
+        if let Some(c) = self.0.last_mut() {
+            c.plan.split = Some(true);
+            c.label += " split";
         }
     }
 
@@ -594,6 +606,34 @@ fn merged_cases(v: &mut Cases) {
         v.merged(m);
         v.push(plain, (64, 8 * bs, 264), (bs, bs), (Bf16, F32), Pattern::OneBlock, (1.0, 1.0), 1);
         v.merged(m);
+    }
+
+    // Split plans (`PlanOptions::split_rows`): the mixed mask (8 bands of block rows, window
+    // ±8 and top-16 in turn), its window bands merged and its top-16 bands unmerged in a second
+    // launch, at 16-, 32- and 64-row blocks: both layouts of B and C, streams of A (A · B, X ·
+    // Aᵀ) and of Aᵀ (Aᵀ · B, X · A), alpha/beta (each part writes only its rows), batches, and
+    // at 16×16 rows split along K (partial tiles and the fix-up in the unmerged part).
+    let mut i = 0;
+    // (block side, block rows, block columns: where the top-16 bands are sparse enough that
+    // the model leaves them unmerged)
+    for (bs, rows, cols) in [(16usize, 128usize, 128usize), (32, 64, 128), (64, 64, 64)] {
+        let ops = [
+            plain,
+            Op::Spmm { op_a: N, b: C, c: C },
+            Op::DenseSparse { x: R, op_a: T, c: R },
+            Op::Spmm { op_a: T, b: R, c: R },
+            Op::DenseSparse { x: C, op_a: N, c: C },
+        ];
+        for (j, &op) in ops.iter().enumerate() {
+            let dt = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)][i % 4];
+            let ab = if i % 2 == 1 { (0.5, 1.5) } else { (1.0, 0.0) };
+            // (N of 256 would favour the merged tile for every band at 64×64: the unmerged one
+            // is 512 wide.)
+            let n = [264, 280, 296][j % 3];
+            v.push(op, (rows * bs, cols * bs, n), (bs, bs), dt, Pattern::Family(MaskFamily::Mixed), ab, 1 + i % 2);
+            v.split();
+            i += 1;
+        }
     }
 
     for &(bs, m) in &merges {
@@ -926,7 +966,13 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 });
             }
             let plan_with = |merge_rows: Option<u32>| {
-                let opts = PlanOptions { merge_rows, reorder_rows: c.plan.reorder, skip_absent: c.plan.skip, ..Default::default() };
+                let opts = PlanOptions {
+                    merge_rows,
+                    reorder_rows: c.plan.reorder,
+                    skip_absent: c.plan.skip,
+                    split_rows: c.plan.split,
+                    ..Default::default()
+                };
                 if spmm_side {
                     ctx.plan_spmm_with(&a_dev, op_a, n_out, &opts)
                 } else {
@@ -971,6 +1017,12 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                 && plan.skips_absent() != (s && can_skip)
             {
                 return Err(format!("skip_absent {s} asked: the plan skips {} ({})", plan.skips_absent(), crate::plan_label(&plan)));
+            }
+            // Asked to split a stream of A's rows (the mixed mask's bands) on the Hopper
+            // kernels: the plan must run its window bands merged and its top-16 bands unmerged.
+            let streams_rows = matches!(c.op, Op::Spmm { op_a: Transpose::No, .. } | Op::DenseSparse { op_a: Transpose::Yes, .. });
+            if c.plan.split == Some(true) && streams_rows && ctx.arch() == Arch::Sm90a && plan.split().is_none() {
+                return Err(format!("split asked: the plan is not split ({})", crate::plan_label(&plan)));
             }
             kernel = crate::plan_label(&plan);
             for _ in 0..2 {

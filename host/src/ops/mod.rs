@@ -92,6 +92,18 @@ pub struct PlanOptions {
     /// tiles whose short stages pay for the per-stage bookkeeping); `Some(false)`: never;
     /// `Some(true)`: wherever the plan is merged on the Hopper kernels.
     pub skip_absent: Option<bool>,
+    /// SpMM and dense × sparse: whether the plan may run as two launches over disjoint rows
+    /// of the stream of A's blocks: the merged groups of rows where merging pays (the cost
+    /// model of `merge_rows`, group by group: each group's cost merged against its rows'
+    /// unmerged), then the other rows on the unmerged tile ([`SpmmPlan::split`]). For masks
+    /// that mix structured rows with random ones (at 16×16 and 32×32 the random rows run
+    /// faster on the portable tiles, the structured ones merged on wgmma). `None`: where the
+    /// model puts the split at least 10 % below the best single plan, and `merge_rows` is not
+    /// given; `Some(false)`: never; `Some(true)`: wherever some whole group is cheaper merged
+    /// and another unmerged (with `merge_rows`, its merge for the merged part).
+    ///
+    /// [`SpmmPlan::split`]: crate::SpmmPlan::split
+    pub split_rows: Option<bool>,
     /// SpGEMM with 128×128 C blocks on the Hopper kernels (the column-split tile, one C block
     /// per consumer warpgroup): whether the two C blocks of each tile are any two blocks of the
     /// row that share the most K (the A blocks both meet B under), chosen within each N-tile

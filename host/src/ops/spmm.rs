@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
-use crate::merge::{merge_counts, merge_rows, skip_tile_cost, tile_cost};
+use crate::merge::{merge_counts, merge_rows, skip_tile_costs, split_groups, tile_cost, tile_costs};
 use crate::plan::{
     DeviceWork, RowsSpec, WorkList, b_live_fraction, default_tile_group, heavy_first, plan_rows, row_item_cost, schedule_persistent,
 };
@@ -68,6 +68,16 @@ pub struct SpmmPlan {
     /// Columns of the kernel's product (N, or M for dense × sparse).
     n: usize,
     batch: usize,
+    /// The launches, over disjoint stream rows: one, or (a split plan,
+    /// [`PlanOptions::split_rows`]) the merged groups where merging pays and then the other
+    /// rows unmerged.
+    parts: Vec<Part>,
+    /// log2 of the rows of one stream row (a row-mapped part's unit).
+    row_unit_log2: u32,
+}
+
+/// One launch of an SpMM plan: a tile, its work list and the stream it walks.
+struct Part {
     choice: TileChoice,
     work: WorkList,
     device: DeviceWork,
@@ -75,16 +85,27 @@ pub struct SpmmPlan {
     merge_log2: u32,
     /// N tiles walked together ([`PlanOptions::n_tile_group`]).
     tile_group: u32,
-    /// A merged Hopper plan whose consumer warpgroups skip the stages where their rows hold no
+    /// A merged Hopper part whose consumer warpgroups skip the stages where their rows hold no
     /// block ([`PlanOptions::skip_absent`]).
     skips: bool,
-    /// Aᵀ or a merged plan: per stream position, the K-block index and the block of each
+    /// Aᵀ or a merged part: per stream position, the K-block index and the block of each
     /// merged row (`1 << merge_log2` words, `NO_BLOCK` where the row has none).
     stream: Option<(CudaSlice<u32>, CudaSlice<u32>)>,
-    /// A reordered plan: per stream row (in the plan's order), the row of op(A) it is (C's
-    /// row block); rows of `1 << row_unit_log2` elements.
+    /// A reordered or split merged part: per stream row (in the part's order), the row of
+    /// op(A) it is (C's row block). Rows the part does not list are not written by it.
     row_map: Option<CudaSlice<u32>>,
-    row_unit_log2: u32,
+    /// Whether the stream was reordered (the heavy rows first).
+    reordered: bool,
+    /// Tile rows.
+    rows: usize,
+}
+
+impl Part {
+    fn device_bytes(&self) -> usize {
+        self.device.bytes()
+            + self.stream.as_ref().map_or(0, |(a, b)| 4 * (a.len() + b.len()))
+            + self.row_map.as_ref().map_or(0, |m| 4 * m.len())
+    }
 }
 
 impl SpmmPlan {
@@ -100,44 +121,54 @@ impl SpmmPlan {
     pub fn batch(&self) -> usize {
         self.batch
     }
-    /// The kernel family and tile it launches.
-    pub fn tile(&self) -> TileChoice {
-        self.choice
+    /// The first part's (of a split plan: the merged part's, [`SpmmPlan::split`]).
+    fn first(&self) -> &Part {
+        &self.parts[0]
     }
-    /// The host-side work list (for inspection and tests).
+    /// The kernel family and tile it launches (a split plan: its merged part's tile; the other
+    /// part's is [`SpmmPlan::split`]).
+    pub fn tile(&self) -> TileChoice {
+        self.first().choice
+    }
+    /// The host-side work list (for inspection and tests; a split plan: its merged part's).
     pub fn work(&self) -> &WorkList {
-        &self.work
+        &self.first().work
     }
     /// Adjacent block rows of op(A) (as the kernel streams it: columns of op(A) for dense ×
     /// sparse) that share one output tile: 1 unless the plan merged them
     /// ([`PlanOptions::merge_rows`], which also says how merged plans treat non-finite
-    /// values).
+    /// values). A split plan: its merged part's.
     pub fn merged_rows(&self) -> usize {
-        1 << self.merge_log2
+        1 << self.first().merge_log2
     }
     /// How many N tiles the plan walks together, row by row ([`PlanOptions::n_tile_group`]: the
-    /// one asked for or the planner's, at most the N tiles there are).
+    /// one asked for or the planner's, at most the N tiles there are). A split plan: its merged
+    /// part's.
     pub fn n_tile_group(&self) -> usize {
-        self.tile_group as usize
+        self.first().tile_group as usize
     }
     /// Whether the consumer warpgroups of a merged plan on the Hopper kernels pass over the
     /// stages where all of their rows lack a block instead of multiplying zeros
     /// ([`PlanOptions::skip_absent`]).
     pub fn skips_absent(&self) -> bool {
-        self.skips
+        self.first().skips
     }
     /// Whether the plan merges the block rows of op(A) in another order than A's (the heavy
     /// rows first, so that they share tiles: [`PlanOptions::reorder_rows`]); C is written in
     /// A's order either way.
     pub fn reordered(&self) -> bool {
-        self.row_map.is_some()
+        self.first().reordered
     }
-    /// Bytes of device memory the plan holds (work list, transposed or merged stream,
-    /// workspace).
+    /// A split plan ([`PlanOptions::split_rows`]): the tile of its second launch, which runs
+    /// the stream rows that merging does not pay for unmerged, and how many stream rows it
+    /// holds. `None` for a plan of one launch.
+    pub fn split(&self) -> Option<(TileChoice, usize)> {
+        self.parts.get(1).map(|p| (p.choice, p.rows))
+    }
+    /// Bytes of device memory the plan holds (work lists, transposed or merged streams, row
+    /// maps, workspaces).
     pub fn device_bytes(&self) -> usize {
-        self.device.bytes()
-            + self.stream.as_ref().map_or(0, |(a, b)| 4 * (a.len() + b.len()))
-            + self.row_map.as_ref().map_or(0, |m| 4 * m.len())
+        self.parts.iter().map(Part::device_bytes).sum()
     }
 }
 
@@ -165,6 +196,170 @@ fn transpose_pattern(p: &Pattern) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
         }
     }
     (col_ptr, rows, perm)
+}
+
+/// A candidate plan of the SpMM planner: its tile, rows merged per tile, the model's cost, its
+/// order (reordered or A's) and skipping, and (merged candidates) each merged row's cost.
+struct Costed {
+    choice: TileChoice,
+    m: u32,
+    total: f64,
+    by_len: bool,
+    skips: bool,
+    groups: Vec<f64>,
+}
+
+/// A split plan ([`PlanOptions::split_rows`]) is kept where its modelled cost is below this
+/// fraction of the best single plan's. The model does not see what a split adds (the second
+/// launch starts after the first one's last wave; a part of a few items does not fill the GPU).
+/// Measured (perf notes v38, 8192³ f16, H100; split ÷ single, the model on another draw of the
+/// family → measured): the mixed mask
+/// at 16×16 0.77 → 0.78, at 32×32 0.95 → 0.92, at 64×64 0.95 → 0.96; heavy-tailed 16×16 0.96 →
+/// 0.93, 32×32 1.00 → 1.06, 64×64 0.99 → 1.16; uniform 32×32 0.99 → 1.13; BigBird-like 64×64
+/// 0.98 → 1.15; causal 64×64 1.00 → 1.07. Every split the model put at 0.95 or more measured
+/// between 0.92 and 1.16; below 0.9 it is what the model said.
+pub(crate) const SPLIT_GAIN: f64 = 0.9;
+
+/// What the SpMM planner chose ([`choose_plan`]).
+struct Decision {
+    /// The best single plan.
+    best: Costed,
+    /// A split that replaces it: its merged candidate and, per merged row of that candidate,
+    /// whether the merged part runs it.
+    split: Option<(Costed, Vec<bool>)>,
+    /// The stream rows' order of the reordered candidates (heavy rows first), and the stream
+    /// in that order ([`permute_stream`]).
+    reorder: Option<Vec<u32>>,
+    reordered: Option<(Vec<u32>, Vec<u32>, Vec<u32>)>,
+}
+
+/// The SpMM planner's choice among `candidates` (`(tile, rows merged)`, the unmerged one first)
+/// for the stream `row_ptr`, `kidx` of rows of `rb` rows and blocks `kb` deep, `n` columns of
+/// `elem`-byte values: the plan (unmerged, or the merge asked for or, by default, the one the
+/// cost model (`merge::plan_cost`: L2 traffic plus tensor work) prefers, in A's order or
+/// reordered, skipping or not), and where [`PlanOptions::split_rows`] allows, a split
+/// ([`split_groups`]) of the merged candidate that models cheapest, kept where it is below
+/// [`SPLIT_GAIN`] of the plan's cost. (A merge too large to hold is no candidate.)
+fn choose_plan(
+    candidates: &[(TileChoice, u32)],
+    row_ptr: &[u32],
+    kidx: &[u32],
+    (rb, kb, n, elem): (usize, usize, usize, usize),
+    opts: &PlanOptions,
+) -> Result<Decision> {
+    let allowed = |m: u32| opts.merge_rows.is_none_or(|want| want.max(1) == m);
+    // The stream rows in another order, where a merge may use it: the heavy ones first,
+    // longest first, so that they share tiles (`heavy_rows_first`); None where fewer than
+    // two rows are heavy.
+    let wants_order = opts.reorder_rows != Some(false) && candidates.iter().any(|&(_, m)| m > 1 && allowed(m));
+    let reorder = if wants_order { heavy_rows_first(row_ptr) } else { None };
+    let reordered = reorder.as_ref().map(|order| permute_stream(row_ptr, kidx, order));
+    // The orders a merged candidate is tried in (`false`: A's): both, or the one asked for.
+    let merged_orders: &[bool] = match (&reordered, opts.reorder_rows) {
+        (None, _) => &[false],
+        (Some(_), Some(true)) => &[true],
+        (Some(_), _) => &[false, true],
+    };
+    // The stream a merge walks: reordered (`by_len`, with each position's place in A's
+    // stream) or A's.
+    let stream_in = |by_len: bool| -> (&[u32], &[u32], Option<&[u32]>) {
+        match (&reordered, by_len) {
+            (Some((rp, kx, pos)), true) => (rp, kx, Some(pos)),
+            _ => (row_ptr, kidx, None),
+        }
+    };
+    // A merged Hopper plan is weighed with and without skipping, as asked.
+    let skip_choices: &[bool] = match opts.skip_absent {
+        None => &[false, true],
+        Some(true) => &[true],
+        Some(false) => &[false],
+    };
+    let rows = row_ptr.len().saturating_sub(1);
+    // The unmerged candidate (always the first) and its cost per stream row: a split
+    // plan's unmerged part.
+    let Some(&(base, _)) = candidates.first() else {
+        return Err(Error::UnsupportedMerge { rows: opts.merge_rows.unwrap_or(1), why: String::new() });
+    };
+    let base_rows: Vec<f64> = tile_costs(row_ptr, kb as u32, base, n, elem).collect();
+    // The best single plan, and every merged candidate with its cost per merged row (for a
+    // split). Each merge is costed from its counts (`merge_counts`); only the one kept is
+    // merged, below.
+    let mut best: Option<Costed> = None;
+    let mut merged_costed: Vec<Costed> = Vec::new();
+    for &(choice, m) in candidates {
+        if !allowed(m) {
+            continue;
+        }
+        if m == 1 {
+            let total = if choice == base { base_rows.iter().sum() } else { tile_cost(row_ptr, kb as u32, choice, n, elem) };
+            let c = Costed { choice, m, total, by_len: false, skips: false, groups: Vec::new() };
+            if best.as_ref().is_none_or(|b| c.total < b.total) {
+                best = Some(c);
+            }
+            continue;
+        }
+        for &by_len in merged_orders {
+            let (rp, kx, _) = stream_in(by_len);
+            let counts = match merge_counts(rp, kx, m as usize, choice.shape().0) {
+                Ok(counts) => counts,
+                Err(e) if opts.merge_rows.is_some() => return Err(e),
+                Err(_) => continue,
+            };
+            // Skipping needs the Hopper kernels and rows no taller than a warpgroup's.
+            let can_skip = choice.family == KernelFamily::Hopper && rb <= WG_M as usize;
+            let mut pick: Option<(Vec<f64>, f64, bool)> = None;
+            for &s in skip_choices {
+                let groups: Vec<f64> = match (s, can_skip) {
+                    (false, _) => tile_costs(&counts.row_ptr, kb as u32, choice, n, elem).collect(),
+                    (true, true) => skip_tile_costs(&counts.row_ptr, &counts.groups, kb as u32, choice, n, elem).collect(),
+                    (true, false) => continue,
+                };
+                let total: f64 = groups.iter().sum();
+                if pick.as_ref().is_none_or(|p| total < p.1) {
+                    pick = Some((groups, total, s));
+                }
+            }
+            // Asked to skip where the kernels cannot: the plan multiplies the zeros.
+            let (groups, total, skips) = pick.unwrap_or_else(|| {
+                let groups: Vec<f64> = tile_costs(&counts.row_ptr, kb as u32, choice, n, elem).collect();
+                let total = groups.iter().sum();
+                (groups, total, false)
+            });
+            if best.as_ref().is_none_or(|b| total < b.total) {
+                best = Some(Costed { choice, m, total, by_len, skips, groups: Vec::new() });
+            }
+            merged_costed.push(Costed { choice, m, total, by_len, skips, groups });
+        }
+    }
+    let Some(best) = best else {
+        return Err(Error::UnsupportedMerge { rows: opts.merge_rows.unwrap_or(1), why: String::new() });
+    };
+    // The stream row at place `i` of a candidate's order.
+    let row_at = |by_len: bool, i: usize| match (&reorder, by_len) {
+        (Some(order), true) => order[i],
+        _ => i as u32,
+    };
+    // A split: per merged candidate, its merged rows whose group costs less merged than
+    // its rows unmerged (whole groups only), the rest unmerged; the cheapest such split.
+    let considers_split = match opts.split_rows {
+        Some(s) => s,
+        None => opts.merge_rows.is_none(),
+    };
+    let mut split: Option<(usize, Vec<bool>, f64)> = None;
+    if considers_split {
+        for (ci, c) in merged_costed.iter().enumerate() {
+            let row_cost = |i: usize| base_rows[row_at(c.by_len, i) as usize];
+            if let Some((take, total)) = split_groups(&c.groups, row_cost, c.m as usize, rows)
+                && split.as_ref().is_none_or(|s| total < s.2)
+            {
+                split = Some((ci, take, total));
+            }
+        }
+    }
+    let split = split
+        .filter(|s| opts.split_rows == Some(true) || s.2 < SPLIT_GAIN * best.total)
+        .map(|(ci, take, _)| (merged_costed.swap_remove(ci), take));
+    Ok(Decision { best, split, reorder, reordered })
 }
 
 impl Context {
@@ -228,104 +423,142 @@ impl Context {
         // (`merge::plan_cost`: L2 traffic plus tensor work) prefers, of the stream in A's order
         // or reordered. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
-        let allowed = |m: u32| opts.merge_rows.is_none_or(|want| want.max(1) == m);
-        // The stream rows in another order, where a merge may use it: the heavy ones first,
-        // longest first, so that they share tiles (`heavy_rows_first`); None where fewer than
-        // two rows are heavy.
-        let wants_order = opts.reorder_rows != Some(false) && candidates.iter().any(|&(_, m)| m > 1 && allowed(m));
-        let reorder = if wants_order { heavy_rows_first(&row_ptr) } else { None };
-        let reordered = reorder.as_ref().map(|order| permute_stream(&row_ptr, &kidx, order));
-        // The orders a merged candidate is tried in (`false`: A's): both, or the one asked for.
-        let merged_orders: &[bool] = match (&reordered, opts.reorder_rows) {
-            (None, _) => &[false],
-            (Some(_), Some(true)) => &[true],
-            (Some(_), _) => &[false, true],
-        };
-        // The stream a merge walks: reordered (`by_len`, with each position's place in A's
-        // stream) or A's.
+        let Decision { best, split, reorder, reordered } =
+            choose_plan(&candidates, &row_ptr, &kidx, (rb, kb, n, core::mem::size_of::<T>()), opts).map_err(|e| match e {
+                Error::UnsupportedMerge { rows, .. } => {
+                    let can: Vec<String> = candidates.iter().map(|(_, m)| m.to_string()).collect();
+                    Error::UnsupportedMerge {
+                        rows,
+                        why: format!(
+                            "the kernels for {}x{} blocks{} can merge {} block row(s) per tile",
+                            block.bm,
+                            block.bk,
+                            if kernel_op == Transpose::Yes { " streamed transposed" } else { "" },
+                            can.join(" or ")
+                        ),
+                    }
+                }
+                e => e,
+            })?;
+        let rows = row_ptr.len().saturating_sub(1);
+        // The stream a merge walks: reordered (with each position's place in A's stream) or A's.
         let stream_in = |by_len: bool| -> (&[u32], &[u32], Option<&[u32]>) {
             match (&reordered, by_len) {
                 (Some((rp, kx, pos)), true) => (rp, kx, Some(pos)),
                 _ => (&row_ptr, &kidx, None),
             }
         };
-        let cost = |rp: &[u32], choice: TileChoice| tile_cost(rp, kb as u32, choice, n, core::mem::size_of::<T>());
-        // A merged Hopper plan is weighed with and without skipping, as asked.
-        let skip_choices: &[bool] = match opts.skip_absent {
-            None => &[false, true],
-            Some(true) => &[true],
-            Some(false) => &[false],
+        let row_at = |by_len: bool, i: usize| match (&reorder, by_len) {
+            (Some(order), true) => order[i],
+            _ => i as u32,
         };
-        // (tile, rows merged, cost, reordered, skipping). Each merge is costed from its counts
-        // (`merge_counts`); only the one kept is merged, below.
-        let mut best: Option<(TileChoice, u32, f64, bool, bool)> = None;
-        for &(choice, m) in &candidates {
-            if !allowed(m) {
-                continue;
-            }
-            for &by_len in if m == 1 { &[false][..] } else { merged_orders } {
-                let (t, skips) = if m == 1 {
-                    (cost(&row_ptr, choice), false)
-                } else {
-                    let (rp, kx, _) = stream_in(by_len);
-                    let counts = match merge_counts(rp, kx, m as usize, choice.shape().0) {
-                        Ok(counts) => counts,
-                        Err(e) if opts.merge_rows.is_some() => return Err(e),
-                        Err(_) => continue,
-                    };
-                    // Skipping needs the Hopper kernels and rows no taller than a warpgroup's.
-                    let can_skip = choice.family == KernelFamily::Hopper && rb <= WG_M as usize;
-                    let mut pick: Option<(f64, bool)> = None;
-                    for &s in skip_choices {
-                        let c = match (s, can_skip) {
-                            (false, _) => cost(&counts.row_ptr, choice),
-                            (true, true) => {
-                                skip_tile_cost(&counts.row_ptr, &counts.groups, kb as u32, choice, n, core::mem::size_of::<T>())
-                            }
-                            (true, false) => continue,
-                        };
-                        if pick.is_none_or(|p| c < p.0) {
-                            pick = Some((c, s));
-                        }
+        let base = candidates[0].0;
+        let rb_log2 = rb.trailing_zeros();
+        let part = |choice: TileChoice, m: u32, skips: bool, reordered: bool, stream_rows: Option<&[u32]>| -> Result<Part> {
+            if m == 1 {
+                // Unmerged: A's stream (Aᵀ: the transposed one), all of its rows or, in a split,
+                // some of them in A's order, each item naming its row and positions in A's
+                // stream (no row map).
+                let stream = perm.as_ref().map(|p| (kidx.clone(), p.clone()));
+                return match stream_rows {
+                    None => self.spmm_part::<T>(
+                        a,
+                        (n, kb, k_total),
+                        opts,
+                        choice,
+                        (0, skips, reordered),
+                        row_ptr.clone(),
+                        &kidx,
+                        stream,
+                        None,
+                        None,
+                    ),
+                    Some(sub) => {
+                        let (rp, kx, _) = permute_stream(&row_ptr, &kidx, sub);
+                        let offsets: Vec<u32> = sub.iter().zip(&rp).map(|(&r, &at)| row_ptr[r as usize] - at).collect();
+                        self.spmm_part::<T>(
+                            a,
+                            (n, kb, k_total),
+                            opts,
+                            choice,
+                            (0, skips, reordered),
+                            rp,
+                            &kx,
+                            stream,
+                            None,
+                            Some((sub, &offsets)),
+                        )
                     }
-                    // Asked to skip where the kernels cannot: the plan multiplies the zeros.
-                    pick.unwrap_or_else(|| (cost(&counts.row_ptr, choice), false))
                 };
-                if best.as_ref().is_none_or(|b| t < b.2) {
-                    best = Some((choice, m, t, by_len, skips));
-                }
             }
-        }
-        let Some((choice, m, _, by_len, skips)) = best else {
-            let can: Vec<String> = candidates.iter().map(|(_, m)| m.to_string()).collect();
-            return Err(Error::UnsupportedMerge {
-                rows: opts.merge_rows.unwrap_or(1),
-                why: format!(
-                    "the kernels for {}x{} blocks{} can merge {} block row(s) per tile",
-                    block.bm,
-                    block.bk,
-                    if kernel_op == Transpose::Yes { " streamed transposed" } else { "" },
-                    can.join(" or ")
-                ),
-            });
+            // Merged: the stream rows in the plan's order (A's, reordered, or a split's merged
+            // groups), each merged row's union and blocks; a row map unless in A's order.
+            let merged = match stream_rows {
+                None => {
+                    let (rp, kx, pos) = stream_in(reordered);
+                    merge_rows(rp, kx, |q| block_of(pos.map_or(q, |p| p[q] as usize)), m as usize)?
+                }
+                Some(sub) => {
+                    let (rp, kx, pos) = permute_stream(&row_ptr, &kidx, sub);
+                    merge_rows(&rp, &kx, |q| block_of(pos[q] as usize), m as usize)?
+                }
+            };
+            let row_map = match stream_rows {
+                Some(sub) => Some(sub),
+                None if reordered => reorder.as_deref(),
+                None => None,
+            };
+            let live = merged.kidx.clone();
+            let stream = Some((merged.kidx, merged.blocks));
+            self.spmm_part::<T>(
+                a,
+                (n, kb, k_total),
+                opts,
+                choice,
+                (m.trailing_zeros(), skips, reordered),
+                merged.row_ptr,
+                &live,
+                stream,
+                row_map,
+                None,
+            )
         };
-        // The merged stream of the plan kept (its counts passed the same checks).
-        let merged = if m > 1 {
-            let (rp, kx, pos) = stream_in(by_len);
-            Some(merge_rows(rp, kx, |q| block_of(pos.map_or(q, |p| p[q] as usize)), m as usize)?)
-        } else {
-            None
+        let parts = match split {
+            Some((c, take)) => {
+                let m = c.m as usize;
+                let (mut merged_rows_of, mut plain_rows) = (Vec::new(), Vec::new());
+                for (g, &t) in take.iter().enumerate() {
+                    let to = if t { &mut merged_rows_of } else { &mut plain_rows };
+                    to.extend((g * m..(g * m + m).min(rows)).map(|i| row_at(c.by_len, i)));
+                }
+                plain_rows.sort_unstable();
+                vec![part(c.choice, c.m, c.skips, c.by_len, Some(&merged_rows_of))?, part(base, 1, false, false, Some(&plain_rows))?]
+            }
+            None => vec![part(best.choice, best.m, best.skips, best.by_len, None)?],
         };
-        let merge_log2 = m.trailing_zeros();
-        // A reordered plan's C row block of each stream row (the kernels' row map).
-        let row_map = match (by_len, &reorder) {
-            (true, Some(order)) => Some(self.stream().clone_htod(order)?),
-            _ => None,
-        };
-        let (row_ptr, stream) = match merged {
-            Some(g) => (g.row_ptr, Some((g.kidx, g.blocks))),
-            None => (row_ptr, perm.map(|p| (kidx, p))),
-        };
+        Ok(SpmmPlan { pattern: pat.clone(), op_a, side, kernel_op, n, batch: a.batch, parts, row_unit_log2: rb_log2 })
+    }
+
+    /// One part of an SpMM plan over the tile rows `row_ptr` delimits (`live_kidx`: their
+    /// positions' K-block indices), streaming `stream` (K indices and blocks; `None`: A's
+    /// pattern), C's row block per stream row through `row_map`, or, for an unmerged part over
+    /// some of the stream's rows without a row map, `rows_of`: per tile row its stream row and
+    /// the offset of its positions in the stream. `(merge_log2, skips, reordered)` as
+    /// [`Part`]'s.
+    #[allow(clippy::too_many_arguments)]
+    fn spmm_part<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        (n, kb, k_total): (usize, usize, usize),
+        opts: &PlanOptions,
+        choice: TileChoice,
+        (merge_log2, skips, reordered): (u32, bool, bool),
+        row_ptr: Vec<u32>,
+        live_kidx: &[u32],
+        stream: Option<(Vec<u32>, Vec<u32>)>,
+        row_map: Option<&[u32]>,
+        rows_of: Option<(&[u32], &[u32])>,
+    ) -> Result<Part> {
         let (tm32, tn) = choice.shape();
         let kernel = self.kernels.get(KernelKey {
             op: OpKind::Spmm,
@@ -339,8 +572,7 @@ impl Context {
             // B's strips that fit in L2, counting the part of each that the walk over the
             // stream rows keeps live (`plan::default_tile_group`).
             let strip = (k_total as u64) * tn as u64 * core::mem::size_of::<T>() as u64;
-            let kidx = stream.as_ref().map_or(&pat.col_idx_host[..], |(k, _)| &k[..]);
-            let live = b_live_fraction(&row_ptr, kidx, k_total.div_ceil(kb));
+            let live = b_live_fraction(&row_ptr, live_kidx, k_total.div_ceil(kb));
             // A single matrix's rows (the rule of one wave is unmeasured on batches).
             let walk_rows = if a.batch == 1 { row_ptr.len().saturating_sub(1) as u64 } else { 0 };
             default_tile_group(self.l2_bytes() as u64, strip, live, walk_rows, resident, self.sm_count())
@@ -352,6 +584,7 @@ impl Context {
             }
             _ => None,
         };
+        let row_map = row_map.map(|m| self.stream().clone_htod(m)).transpose()?;
         let n_tiles = to_u32("N tiles", n.div_ceil(tn as usize))?;
         let tile_group = tile_group.clamp(1, n_tiles.max(1));
         let spec = RowsSpec {
@@ -367,27 +600,23 @@ impl Context {
             max_item_blocks: if choice.family == KernelFamily::Hopper { u32::MAX } else { MAX_ITEM_BLOCKS >> merge_log2 },
         };
         let mut work = plan_rows(spec)?;
+        if let Some((rows, offsets)) = rows_of {
+            // Tile row r is stream row rows[r], its positions `offsets[r]` further on in the
+            // stream.
+            for it in &mut work.items {
+                let r = it.tile_row as usize;
+                (it.tile_row, it.blk_begin, it.blk_end) = (rows[r], it.blk_begin + offsets[r], it.blk_end + offsets[r]);
+            }
+            for g in &mut work.groups {
+                g.tile_row = rows[g.tile_row as usize];
+            }
+        }
         if choice.family == KernelFamily::Hopper {
             schedule_persistent(&mut work, resident, row_item_cost);
         }
         let device = DeviceWork::upload(self.stream(), &work, (tm32, tn))?;
-        Ok(SpmmPlan {
-            pattern: pat.clone(),
-            op_a,
-            side,
-            kernel_op,
-            n,
-            batch: a.batch,
-            choice,
-            work,
-            device,
-            merge_log2,
-            tile_group,
-            skips,
-            stream: stream_dev,
-            row_map,
-            row_unit_log2: rb.trailing_zeros(),
-        })
+        let rows = row_ptr.len().saturating_sub(1);
+        Ok(Part { choice, work, device, merge_log2, tile_group, skips, stream: stream_dev, row_map, reordered, rows })
     }
 
     /// The plans a stream of `rows` rows of `rb`-row blocks of K extent `kb` can run: `(tile,
@@ -532,7 +761,9 @@ impl Context {
             return Err(Error::PlanMismatch("the plan was made for another sparsity pattern".into()));
         }
         let pat = &a.pattern;
-        self.same_device("the plan", plan.device.ordinal())?;
+        for part in &plan.parts {
+            self.same_device("the plan", part.device.ordinal())?;
+        }
         self.same_device("A", a.values.ordinal())?;
         self.same_device("A's pattern", pat.col_idx.ordinal())?;
         self.same_device(if plan.side == Side::Left { "op(B)" } else { "op(X)" }, b.buf.ordinal())?;
@@ -569,114 +800,133 @@ impl Context {
 
         let block = pat.block;
         let stream = self.stream();
-        let choice = plan.choice;
-        let (kernel, fixup) = self.op_kernels::<T, O>(OpKind::Spmm, choice, plan.device.fixup_grid)?;
-        let mut fl = 0;
+        let mut common = 0;
         if plan.kernel_op == Transpose::Yes {
-            fl |= flags::A_MN_MAJOR | flags::A_PERMUTED;
-        }
-        if plan.merge_log2 > 0 {
-            fl |= flags::A_MERGED;
-        }
-        if plan.skips {
-            fl |= flags::A_SKIPS;
+            common |= flags::A_MN_MAJOR | flags::A_PERMUTED;
         }
         if bs.layout == Layout::ColMajor {
-            fl |= flags::B_K_MAJOR;
+            common |= flags::B_K_MAJOR;
         }
         if cs.layout == Layout::ColMajor {
-            fl |= flags::C_COL_MAJOR;
+            common |= flags::C_COL_MAJOR;
         }
-        // The split-K workspace: after the previous product of this plan, wherever it was queued.
-        let workspace = plan.device.workspace(self.cuda(), stream)?;
-        // Device addresses, their guards held until the launches (the fix-up's included) are
-        // queued: read intent (`DevicePtr`) for A, op(B) and the plan, write intent
+        let (ldb, k32) = (to_u32("ldb", bs.ld)?, to_u32("K", k)?);
+        // Device addresses, their guards held until every part's launches (the fix-ups'
+        // included) are queued: read intent (`DevicePtr`) for A, op(B) and the plan, write intent
         // (`DevicePtrMut`) for C, so that cudarc orders later work on other streams after our
         // reads and writes.
-        let (work, _work_guards) = plan.device.params(stream);
         let (a_values, _ga) = a.values_ptr(stream);
-        let (kidx, _gk) = match &plan.stream {
-            Some((kidx, _)) => kidx.device_ptr(stream),
-            None => pat.col_idx.device_ptr(stream),
-        };
-        let perm_guard = plan.stream.as_ref().map(|(_, perm)| perm.device_ptr(stream));
-        let perm = perm_guard.as_ref().map_or(0, |(p, _)| *p);
         let (b_ptr, _gb) = b.device_ptr(stream);
         let (c_ptr, _gc) = c.device_ptr_mut(stream);
         // (C's rows and columns are M and N: checked above.)
-        let mut out = dense_out(c_ptr, &cs, alpha, beta)?;
-        let map_guard = plan.row_map.as_ref().map(|m| m.device_ptr(stream));
-        if let Some((map, _)) = &map_guard {
-            out.row_map = *map;
-            out.row_unit_log2 = plan.row_unit_log2;
-        }
-        let a_stride = a.values_per_matrix();
-        let params = SpmmParams {
-            work,
-            a_values,
-            kidx,
-            perm,
-            b: b_ptr,
-            a_batch_stride: a_stride as u64,
-            b_batch_stride: bs.batch_stride as u64,
-            ldb: to_u32("ldb", bs.ld)?,
-            k: to_u32("K", k)?,
-            bm_log2: block.bm.trailing_zeros(),
-            bk_log2: block.bk.trailing_zeros(),
-            flags: fl,
-            merge_log2: plan.merge_log2,
-            // (Read only by merged Hopper plans, whose planner checked that it fits TMA's i32
-            // coordinates.)
-            a_rows: u32::try_from(pat.nnzb() * block.bm).unwrap_or(u32::MAX),
-            _pad: 0,
-            out,
-        };
-        match choice.family {
-            KernelFamily::Portable => {
-                // SAFETY: the parameter block is the kernel's (shared abi type); every pointer is
-                // a live allocation of the size the checks above established, guarded until the
-                // launch is queued; the plan's items index only blocks of `a` and tiles of C.
-                unsafe { launch(stream, kernel, plan.device.grid, params) }?;
-            }
-            KernelFamily::Hopper => {
-                let t = WGMMA_TILES[choice.tile];
-                // A: the values as a (nnzb · bm, bk) matrix per batch entry, in boxes of 64 × 64
-                // (Aᵀ, 64-deep stages), of `ks` rows of one block (Aᵀ, shallow stages: one box
-                // per merged row), of the whole tile height (K-major, unmerged, 64-deep stages)
-                // or of one block row (K-major, one box per merged row or shallow stages). A
-                // tile that takes A through registers gets K-major A unswizzled; blocks exactly
-                // `ks` wide (K-major, or Aᵀ of ks-row stream blocks) as the values in rows of
-                // PACKED_ROW (a box: whole rows), unswizzled.
-                let tmap_a = if t.a_packed(block.bk as u32) {
-                    // A box of whole map rows: a K-major block (bm rows), or ks rows of one for
-                    // Aᵀ.
-                    let rows = if plan.kernel_op == Transpose::No { block.bm } else { t.ks as usize };
-                    a.values_map(a_values, PACKED_ROW as usize, [PACKED_ROW, (rows * block.bk / PACKED_ROW as usize) as u32], false)?
-                } else {
-                    let a_box = match plan.kernel_op {
-                        Transpose::Yes if t.ks < WG_K => [block.bk as u32, t.ks],
-                        Transpose::Yes => [WG_K, WG_K],
-                        Transpose::No if plan.merge_log2 == 0 && t.ks == WG_K => [WG_K, t.tm],
-                        Transpose::No => [t.ks, block.bm as u32],
+        let base_out = dense_out(c_ptr, &cs, alpha, beta)?;
+        // Every part's kernels and tensor maps, before anything is launched.
+        let mut ready = Vec::with_capacity(plan.parts.len());
+        for part in &plan.parts {
+            let choice = part.choice;
+            let kernels = self.op_kernels::<T, O>(OpKind::Spmm, choice, part.device.fixup_grid)?;
+            let maps = match choice.family {
+                KernelFamily::Portable => None,
+                KernelFamily::Hopper => {
+                    let t = WGMMA_TILES[choice.tile];
+                    // A: the values as a (nnzb · bm, bk) matrix per batch entry, in boxes of 64 ×
+                    // 64 (Aᵀ, 64-deep stages), of `ks` rows of one block (Aᵀ, shallow stages: one
+                    // box per merged row), of the whole tile height (K-major, unmerged, 64-deep
+                    // stages) or of one block row (K-major, one box per merged row or shallow
+                    // stages). A tile that takes A through registers gets K-major A unswizzled;
+                    // blocks exactly `ks` wide (K-major, or Aᵀ of ks-row stream blocks) as the
+                    // values in rows of PACKED_ROW (a box: whole rows), unswizzled.
+                    let tmap_a = if t.a_packed(block.bk as u32) {
+                        // A box of whole map rows: a K-major block (bm rows), or ks rows of one
+                        // for Aᵀ.
+                        let rows = if plan.kernel_op == Transpose::No { block.bm } else { t.ks as usize };
+                        a.values_map(a_values, PACKED_ROW as usize, [PACKED_ROW, (rows * block.bk / PACKED_ROW as usize) as u32], false)?
+                    } else {
+                        let a_box = match plan.kernel_op {
+                            Transpose::Yes if t.ks < WG_K => [block.bk as u32, t.ks],
+                            Transpose::Yes => [WG_K, WG_K],
+                            Transpose::No if part.merge_log2 == 0 && t.ks == WG_K => [WG_K, t.tm],
+                            Transpose::No => [t.ks, block.bm as u32],
+                        };
+                        // Swizzled, but K-major A taken through registers (Aᵀ through registers,
+                        // blocks wider than ks, is read swizzled by `ldmatrix.trans`).
+                        a.values_map(a_values, block.bk, a_box, !t.a_regs || plan.kernel_op == Transpose::Yes)?
                     };
-                    // Swizzled, but K-major A taken through registers (Aᵀ through registers,
-                    // blocks wider than ks, is read swizzled by `ldmatrix.trans`).
-                    a.values_map(a_values, block.bk, a_box, !t.a_regs || plan.kernel_op == Transpose::Yes)?
-                };
-                // B: (ks, 64) boxes, rows along N (row-major) or along K (column-major).
-                let b_box = if bs.layout == Layout::RowMajor { [BOX, t.ks] } else { [t.ks, BOX] };
-                let tmap_b = dense_map::<T>(b_ptr, &bs, b_box)?;
-                // A row-mapped C leaves in one TMA store per stream row (of at least 16 rows).
-                let c_rows = if plan.row_map.is_some() { 1 << plan.row_unit_log2 } else { WG_M };
-                let tmap_c = c_store_map_rows::<O>(c_ptr, &cs, t, c_rows)?;
-                let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
-                // SAFETY: as above; the tensor maps describe exactly the A values, B and C
-                // allocations (shapes and pitches checked), and out-of-range boxes read zeros.
-                unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
-            }
+                    // B: (ks, 64) boxes, rows along N (row-major) or along K (column-major).
+                    let b_box = if bs.layout == Layout::RowMajor { [BOX, t.ks] } else { [t.ks, BOX] };
+                    let tmap_b = dense_map::<T>(b_ptr, &bs, b_box)?;
+                    // A row-mapped C leaves in one TMA store per stream row (of at least 16 rows).
+                    let c_rows = if part.row_map.is_some() { 1 << plan.row_unit_log2 } else { WG_M };
+                    let tmap_c = c_store_map_rows::<O>(c_ptr, &cs, t, c_rows)?;
+                    Some((tmap_a, tmap_b, tmap_c))
+                }
+            };
+            ready.push((kernels, maps));
         }
-        plan.device.launch_fixup(stream, fixup, work.partials, choice.shape(), FIXUP_TO_DENSE, out, BlockOut::default())?;
-        workspace.release()
+        // The parts write disjoint rows of C, one after the other.
+        for (part, ((kernel, fixup), maps)) in plan.parts.iter().zip(ready) {
+            let mut fl = common;
+            if part.merge_log2 > 0 {
+                fl |= flags::A_MERGED;
+            }
+            if part.skips {
+                fl |= flags::A_SKIPS;
+            }
+            // The split-K workspace: after the previous product of this plan, wherever it was
+            // queued.
+            let workspace = part.device.workspace(self.cuda(), stream)?;
+            let (work, _work_guards) = part.device.params(stream);
+            let (kidx, _gk) = match &part.stream {
+                Some((kidx, _)) => kidx.device_ptr(stream),
+                None => pat.col_idx.device_ptr(stream),
+            };
+            let perm_guard = part.stream.as_ref().map(|(_, perm)| perm.device_ptr(stream));
+            let perm = perm_guard.as_ref().map_or(0, |(p, _)| *p);
+            let mut out = base_out;
+            let map_guard = part.row_map.as_ref().map(|m| m.device_ptr(stream));
+            if let Some((map, _)) = &map_guard {
+                out.row_map = *map;
+                out.row_unit_log2 = plan.row_unit_log2;
+            }
+            let params = SpmmParams {
+                work,
+                a_values,
+                kidx,
+                perm,
+                b: b_ptr,
+                a_batch_stride: a.values_per_matrix() as u64,
+                b_batch_stride: bs.batch_stride as u64,
+                ldb,
+                k: k32,
+                bm_log2: block.bm.trailing_zeros(),
+                bk_log2: block.bk.trailing_zeros(),
+                flags: fl,
+                merge_log2: part.merge_log2,
+                // (Read only by merged Hopper plans, whose planner checked that it fits TMA's
+                // i32 coordinates.)
+                a_rows: u32::try_from(pat.nnzb() * block.bm).unwrap_or(u32::MAX),
+                _pad: 0,
+                out,
+            };
+            match maps {
+                None => {
+                    // SAFETY: the parameter block is the kernel's (shared abi type); every pointer
+                    // is a live allocation of the size the checks above established, guarded
+                    // until the launch is queued; the part's items index only blocks of `a` and
+                    // tiles of C.
+                    unsafe { launch(stream, kernel, part.device.grid, params) }?;
+                }
+                Some((tmap_a, tmap_b, tmap_c)) => {
+                    let hp = HopperParams { tmap_a, tmap_b, tmap_c, p: params };
+                    // SAFETY: as above; the tensor maps describe exactly the A values, B and C
+                    // allocations (shapes and pitches checked), and out-of-range boxes read zeros.
+                    unsafe { launch(stream, kernel, part.device.grid, hp) }?;
+                }
+            }
+            part.device.launch_fixup(stream, fixup, work.partials, part.choice.shape(), FIXUP_TO_DENSE, out, BlockOut::default())?;
+            workspace.release()?;
+        }
+        Ok(())
     }
 }
 
@@ -712,4 +962,118 @@ pub(crate) fn dense_map<T: Element>(ptr: u64, s: &MatShape, boxdim: [u32; 2]) ->
     let (inner, outer) = s.inner_outer();
     let e = core::mem::size_of::<T>() as u64;
     tensor_map::<T>(ptr, [inner as u64, outer as u64, s.batch as u64], [s.ld as u64 * e, s.batch_stride as u64 * e], boxdim, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pairs::tests::csr;
+    use blocksparse_testkit::testgen::{MaskFamily, seeded_rng};
+
+    /// The candidates the Hopper module offers an 8192³ stream of `bs`-row blocks (as
+    /// `merge_candidates` lists them): the unmerged tile first.
+    fn hopper_candidates(bs: u32) -> Vec<(TileChoice, u32)> {
+        let portable = |tm: u32| TileChoice { family: KernelFamily::Portable, tile: mma_tile_index(tm).unwrap() };
+        let hopper = |tile: usize| TileChoice { family: KernelFamily::Hopper, tile };
+        match bs {
+            16 => vec![(portable(16), 1), (hopper(WGMMA_SHALLOW_TILES[1]), 8)],
+            32 => vec![(portable(32), 1), (hopper(WGMMA_SHALLOW_TILES[0]), 4), (portable(64), 2), (portable(128), 4)],
+            _ => vec![(hopper(wgmma_tile_index(bs).unwrap()), 1), (hopper(wgmma_tile_index(128).unwrap()), 128 / bs)],
+        }
+    }
+
+    /// The model's best single plan and best split of `family` at `bs`×`bs`, 8192³ f16.
+    fn decide(family: MaskFamily, bs: usize, seed: u64, opts: &PlanOptions) -> (Decision, f64) {
+        decide_at(family, bs, (8192 / bs, 8192 / bs, 8192), seed, opts)
+    }
+
+    /// [`decide`] on a grid of `(block rows, block columns)` with `n` columns of B.
+    fn decide_at(family: MaskFamily, bs: usize, (nb, cols, n): (usize, usize, usize), seed: u64, opts: &PlanOptions) -> (Decision, f64) {
+        let (row_ptr, kidx) = csr(&family.mask(nb, cols, &mut seeded_rng(seed)), cols);
+        let cands = hopper_candidates(bs as u32);
+        let d = choose_plan(&cands, &row_ptr, &kidx, (bs, bs, n, 2), opts).unwrap();
+        let split_cost = d.split.as_ref().map_or(f64::NAN, |(c, take)| {
+            let base: Vec<f64> = tile_costs(&row_ptr, bs as u32, cands[0].0, n, 2).collect();
+            let order = |i: usize| if c.by_len { d.reorder.as_ref().unwrap()[i] as usize } else { i };
+            let m = c.m as usize;
+            take.iter()
+                .enumerate()
+                .map(|(g, &t)| if t { c.groups[g] } else { (g * m..(g * m + m).min(nb)).map(|i| base[order(i)]).sum() })
+                .sum()
+        });
+        (d, split_cost)
+    }
+
+    /// The split the model makes of the mixed mask: at 16×16 it sends the window bands to the
+    /// merged 16-deep wgmma tile and the top-16 bands to the portable one (their unmerged
+    /// tile, 1.5× faster than merged on top-16 masks, perf notes v19), for well under
+    /// [`SPLIT_GAIN`] of the best single plan; asked (`Some(true)`), it splits at 32×32 and
+    /// 64×64 the same way (a few top-16 groups may go either way); `Some(false)` never splits.
+    #[test]
+    fn the_mixed_masks_window_rows_go_merged_and_random_rows_unmerged() {
+        let seed: u64 = rand::random();
+        for (bs, opts) in [
+            (16, PlanOptions::default()),
+            (32, PlanOptions { split_rows: Some(true), ..Default::default() }),
+            (64, PlanOptions { split_rows: Some(true), ..Default::default() }),
+        ] {
+            let (d, split_cost) = decide(MaskFamily::Mixed, bs, seed, &opts);
+            let (c, take) = d.split.as_ref().unwrap_or_else(|| panic!("seed {seed}: {bs}x{bs}: no split"));
+            assert!(c.m > 1);
+            if opts.split_rows.is_none() {
+                assert!(split_cost < SPLIT_GAIN * d.best.total, "seed {seed}: {bs}: split {split_cost} vs {}", d.best.total);
+            }
+            // Group g's rows (A's order: the mask's rows have equal lengths, none heavy) are
+            // window rows in the even bands (8 bands).
+            // Every window group merged; of the top-16 groups, whose merged and unmerged costs lie
+            // closer at 32×32 and 64×64, at most one in ten.
+            let nb = 8192 / bs;
+            let m = c.m as usize;
+            let window = |g: usize| (g * m * 8 / nb).is_multiple_of(2);
+            assert!(take.iter().enumerate().all(|(g, &t)| t || !window(g)), "seed {seed}: {bs}x{bs}: a window group unmerged");
+            let random_merged = take.iter().enumerate().filter(|&(g, &t)| t && !window(g)).count();
+            assert!(10 * random_merged <= take.len() / 2, "seed {seed}: {bs}x{bs}: {random_merged} top-16 groups merged");
+            let off = decide(MaskFamily::Mixed, bs, seed, &PlanOptions { split_rows: Some(false), ..opts }).0;
+            assert!(off.split.is_none());
+        }
+    }
+
+    /// The split cases of `cargo xtask validate` (the mixed mask at its sizes, rows streamed)
+    /// split on the Hopper module, as validate requires there.
+    #[test]
+    fn validates_mixed_cases_split() {
+        let seed: u64 = rand::random();
+        let opts = PlanOptions { split_rows: Some(true), ..Default::default() };
+        for (bs, rows, cols) in [(16usize, 128usize, 128usize), (32, 64, 128), (64, 64, 64)] {
+            for n in [264, 280, 296] {
+                let (d, _) = decide_at(MaskFamily::Mixed, bs, (rows, cols, n), seed, &opts);
+                let (c, _) = d.split.unwrap_or_else(|| panic!("seed {seed}: {bs}x{bs}, {rows} rows, N {n}: no split"));
+                assert_eq!(c.choice.family, KernelFamily::Hopper, "seed {seed}: {bs}x{bs}, N {n}: the merged part");
+            }
+        }
+    }
+
+    /// The model's split against its best single plan for every family (a listing for perf
+    /// notes v38: `cargo test -p blocksparse split_costs -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn split_costs() {
+        let mut fams = MaskFamily::REAL.to_vec();
+        fams.push(MaskFamily::Mixed);
+        for bs in [16, 32, 64] {
+            for f in &fams {
+                let (d, split) = decide(*f, bs, 7, &PlanOptions { split_rows: Some(true), ..Default::default() });
+                let merged = d.split.as_ref().map_or(0, |(_, t)| t.iter().filter(|&&t| t).count());
+                println!(
+                    "{bs:>3} {:<14} best {:?}/{} {:.3e}  split {:.3e} ({:.3} of best, {merged} merged rows)",
+                    f.name(),
+                    d.best.choice,
+                    d.best.m,
+                    d.best.total,
+                    split,
+                    split / d.best.total
+                );
+            }
+        }
+    }
 }
