@@ -121,6 +121,8 @@ enum Pattern {
     Family(MaskFamily),
     /// Uniform at this density, with every third block row (1, 4, 7, ...) empty.
     EmptyRows(f64),
+    /// The mixed mask ([`MaskFamily::Mixed`]) with every fifth block row (2, 7, 12, ...) empty.
+    MixedHoles,
 }
 
 /// Which product, and how its dense operands lie (the layout of the view the op receives:
@@ -636,6 +638,24 @@ fn merged_cases(v: &mut Cases) {
         }
     }
 
+    // Split plans with empty rows and a last group short of the merge (132 and 66 block rows:
+    // whole warpgroups, as the shallow tiles need) in the unmerged part, and reordered split
+    // plans (heavy-tailed rows, the heavy ones merged first).
+    let holes = Pattern::MixedHoles;
+    v.push(plain, (132 * 16, 128 * 16, 264), (16, 16), (F16, F32), holes, (0.5, 1.5), 1);
+    v.split();
+    v.push(Op::DenseSparse { x: C, op_a: T, c: C }, (132 * 16, 128 * 16, 280), (16, 16), (Bf16, Bf16), holes, (1.0, 0.0), 2);
+    v.split();
+    v.push(Op::Spmm { op_a: N, b: C, c: R }, (66 * 32, 128 * 32, 264), (32, 32), (F16, F16), holes, (1.5, -0.75), 1);
+    v.split();
+    let zipf = Pattern::Family(MaskFamily::Zipf(0.1));
+    v.push(plain, (128 * 16, 128 * 16, 264), (16, 16), (Bf16, F32), zipf, (1.0, 0.5), 1);
+    v.split();
+    v.reordered();
+    v.push(Op::DenseSparse { x: R, op_a: T, c: R }, (64 * 32, 128 * 32, 264), (32, 32), (F16, Bf16), zipf, (1.0, 0.0), 2);
+    v.split();
+    v.reordered();
+
     for &(bs, m) in &merges {
         // Long rows with empty partners (split-K + fix-up, the fix-up's last tile past M).
         v.push(plain, (3 * bs, 512 * bs, 72), (bs, bs), (F16, F32), Pattern::OneRow, (1.0, 0.5), 1);
@@ -847,6 +867,13 @@ fn pattern_mask(pattern: Pattern, br: usize, bc: usize, rng: &mut TestRng) -> Ve
         Pattern::EmptyRows(d) => {
             let mut m = random_mask(br, bc, d, rng);
             for r in (1..br).step_by(3) {
+                m[r * bc..(r + 1) * bc].fill(false);
+            }
+            m
+        }
+        Pattern::MixedHoles => {
+            let mut m = MaskFamily::Mixed.mask(br, bc, rng);
+            for r in (2..br).step_by(5) {
                 m[r * bc..(r + 1) * bc].fill(false);
             }
             m

@@ -98,9 +98,10 @@ pub struct PlanOptions {
     /// unmerged), then the other rows on the unmerged tile ([`SpmmPlan::split`]). For masks
     /// that mix structured rows with random ones (at 16×16 and 32×32 the random rows run
     /// faster on the portable tiles, the structured ones merged on wgmma). `None`: where the
-    /// model puts the split at least 10 % below the best single plan, and `merge_rows` is not
-    /// given; `Some(false)`: never; `Some(true)`: wherever some whole group is cheaper merged
-    /// and another unmerged (with `merge_rows`, its merge for the merged part).
+    /// model puts the split at least 3 % below the best single plan, and `merge_rows` is not
+    /// given (perf notes v38: the splits it put closer ran up to 17 % slower); `Some(false)`:
+    /// never; `Some(true)`: wherever some whole group is cheaper merged and another unmerged
+    /// (with `merge_rows`, its merge for the merged part).
     ///
     /// [`SpmmPlan::split`]: crate::SpmmPlan::split
     pub split_rows: Option<bool>,
