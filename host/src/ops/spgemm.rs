@@ -729,6 +729,7 @@ impl Context {
         let resident = self.resident_blocks(choice, self.kernels.get(key)?)?;
         let stages_per_record = match choice.family {
             KernelFamily::Hopper => bk as u32 / WG_K,
+            // (Blocks shallower than a stage share it, `ks / bk` records each: counted as one.)
             KernelFamily::Portable => (bk as u32).div_ceil(choice.ks()),
         };
         Ok((resident, stages_per_record))

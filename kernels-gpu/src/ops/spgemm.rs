@@ -67,22 +67,21 @@ fn block_dest<O: Output>(p: &SpgemmParams, item: &WorkItem, row0: u32) -> BlockD
     BlockDest::blocks::<O>(values, item.blk_begin, item.blk_end - item.blk_begin, 1 << b.bm_log2, b.bn_log2, row0, b.alpha, b.beta)
 }
 
-/// A portable thread block's item: virtual K runs over its records, `1 << span_log2` deep each
-/// (bk, or one stage for blocks shallower than a stage; k past bk inside a record is zero).
+/// A portable thread block's item: virtual K runs over its records, bk deep each, so that a
+/// stage holds `ks / bk` records of blocks shallower than a stage (16-deep blocks: two records
+/// per 32-deep stage; before v38 each record took a whole stage, half of it zeros).
 #[derive(Clone, Copy)]
 pub struct PortableItem {
     item: WorkItem,
-    span_log2: u32,
-    /// Stages per record, log2.
-    per_record_log2: u32,
 }
 
 impl PortableItem {
-    /// The record and the K offset inside its blocks of virtual K `k`, or `None` past bk.
+    /// The record and the K offset inside its blocks of virtual K `k`, or `None` past the
+    /// item's last record (the last stage's tail).
     #[inline(always)]
     fn at(&self, p: &SpgemmParams, k: u32) -> Option<(u32, u32)> {
-        let kin = k & ((1 << self.span_log2) - 1);
-        if kin >> p.bk_log2 != 0 { None } else { Some((self.item.k_begin + (k >> self.span_log2), kin)) }
+        let r = self.item.k_begin + (k >> p.bk_log2);
+        if r >= self.item.k_end { None } else { Some((r, k & ((1 << p.bk_log2) - 1))) }
     }
 }
 
@@ -98,16 +97,13 @@ impl PortableOp for Spgemm {
     }
 
     #[inline(always)]
-    unsafe fn prepare(p: &SpgemmParams, t: MmaTile, _cache: u32, _tid: u32) -> PortableItem {
-        let item = unsafe { this_block_item(&p.work) };
-        let ks_log2 = t.ks.trailing_zeros();
-        let span_log2 = if p.bk_log2 > ks_log2 { p.bk_log2 } else { ks_log2 };
-        PortableItem { item, span_log2, per_record_log2: span_log2 - ks_log2 }
+    unsafe fn prepare(p: &SpgemmParams, _t: MmaTile, _cache: u32, _tid: u32) -> PortableItem {
+        PortableItem { item: unsafe { this_block_item(&p.work) } }
     }
 
     #[inline(always)]
-    fn k_stages(_p: &SpgemmParams, it: &PortableItem, _t: MmaTile) -> u32 {
-        (it.item.k_end - it.item.k_begin) << it.per_record_log2
+    fn k_stages(p: &SpgemmParams, it: &PortableItem, t: MmaTile) -> u32 {
+        ((it.item.k_end - it.item.k_begin) << p.bk_log2).div_ceil(t.ks)
     }
 
     #[inline(always)]
