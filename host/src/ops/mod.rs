@@ -97,9 +97,10 @@ pub struct PlanOptions {
     /// model of `merge_rows`, group by group: each group's cost merged against its rows'
     /// unmerged), then the other rows on the unmerged tile ([`SpmmPlan::split`]). For masks
     /// that mix structured rows with random ones (at 16×16 and 32×32 the random rows run
-    /// faster on the portable tiles, the structured ones merged on wgmma). `None`: where the
-    /// model puts the split at least 3 % below the best single plan, and `merge_rows` is not
-    /// given (perf notes v38: the splits it put closer ran up to 17 % slower); `Some(false)`:
+    /// faster on the portable tiles, the structured ones merged on wgmma; at 64×64 too, by
+    /// less). `None`: where the model puts the split below 0.97 of the best single plan, and
+    /// `merge_rows` is not given (perf notes v38: the splits it put closer ran up to 17 %
+    /// slower); `Some(false)`:
     /// never; `Some(true)`: wherever some whole group is cheaper merged and another unmerged
     /// (with `merge_rows`, its merge for the merged part).
     ///
