@@ -35,10 +35,13 @@ use crate::core::epilogue::{BlockDest, DenseDest, partial_tile};
 use crate::core::portable::{Acc, Chunk, ChunkAt, PortableOp, WarpTile};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
-use crate::ptx::ld_global_nc_u32;
+use crate::ptx::{ld_global_nc_u32, thread_idx};
 
 /// The SpGEMM op.
 pub struct Spgemm;
+
+/// [`PortableOp::BStage`] of a half-stage without a B block (zeros).
+const NO_SOURCE: u64 = u64::MAX;
 
 /// Word `w` of stage record `r` (32-bit offsets: the planner keeps the records below 2³²
 /// words).
@@ -89,7 +92,10 @@ impl PortableOp for Spgemm {
     type Params = SpgemmParams;
     type Item = PortableItem;
     type AStage = ();
-    type BStage = ();
+    /// Per 16-row half of a 32-deep stage: the element offset in B's values of the thread's
+    /// column chunk at the half's first K row, or [`NO_SOURCE`] where that record has no
+    /// block there (or the item has no record there).
+    type BStage = [u64; 2];
 
     #[inline(always)]
     fn flags(_p: &SpgemmParams) -> u32 {
@@ -119,12 +125,48 @@ impl PortableOp for Spgemm {
         Chunk::Whole(values.wrapping_add(a_offset(p, it.item.batch, blk, row, kin)) as *const u8, true)
     }
 
+    /// Form 1 where each thread's B chunks of a stage share one column chunk (the skeleton
+    /// hands thread `tid` the chunks `tid + i · threads`, so where the threads are a multiple
+    /// of a row's chunks, column chunk `tid % (tn / 8)` on every row) and the stage is two
+    /// halves of 16 K rows: each half lies in one record (blocks are at least 16 deep, stages
+    /// start at multiples of 32), so a thread looks its B block up once per half instead of once
+    /// per chunk.
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, _st: (), at: ChunkAt) -> Chunk {
+    unsafe fn b_stage<const B_K: bool>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, k0: u32) -> ([u64; 2], u32) {
+        let row_chunks = t.tn / 8;
+        if B_K || t.ks != 32 || !t.threads().is_multiple_of(row_chunks) {
+            return ([NO_SOURCE; 2], 0);
+        }
+        let tcol = 8 * (thread_idx() % row_chunks);
+        let source = |k: u32| match it.at(p, k) {
+            Some((r, kin)) => {
+                let blk = unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) };
+                if blk == NO_BLOCK {
+                    NO_SOURCE
+                } else {
+                    b_offset(p, it.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1)) as u64
+                }
+            }
+            None => NO_SOURCE,
+        };
+        ([source(k0), source(k0 + 16)], 1)
+    }
+
+    #[inline(always)]
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, st: [u64; 2], at: ChunkAt) -> Chunk {
         let ChunkAt { k0, row, chunk } = at;
         // MN-major: row = K row, chunk along the tile's columns; column block j of the tile is
         // the record's word 1 + j. (The op's flags never ask for K-major.)
         let values = p.b_values as *const u16;
+        if FORM == 1 {
+            // The half's source, `row % 16` K rows (of bn elements) further into its block.
+            // (A select, not an index: a variable index puts `st` in local memory.)
+            let first = if (row / 16) % 2 == 0 { st[0] } else { st[1] };
+            if first == NO_SOURCE {
+                return Chunk::Whole(values as *const u8, false);
+            }
+            return Chunk::Whole(values.wrapping_add(first as usize + (((row % 16) as usize) << p.bn_log2)) as *const u8, true);
+        }
         let Some((r, kin)) = it.at(p, k0 + row) else {
             return Chunk::Whole(values as *const u8, false);
         };
