@@ -141,11 +141,7 @@ impl PortableOp for Spgemm {
         let source = |k: u32| match it.at(p, k) {
             Some((r, kin)) => {
                 let blk = unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) };
-                if blk == NO_BLOCK {
-                    NO_SOURCE
-                } else {
-                    b_offset(p, it.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1)) as u64
-                }
+                if blk == NO_BLOCK { NO_SOURCE } else { b_offset(p, it.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1)) as u64 }
             }
             None => NO_SOURCE,
         };
