@@ -229,10 +229,33 @@ struct Decision {
     /// A split that replaces it: its merged candidate and, per merged row of that candidate,
     /// whether the merged part runs it.
     split: Option<(Costed, Vec<bool>)>,
-    /// The stream rows' order of the reordered candidates (heavy rows first), and the stream
-    /// in that order ([`permute_stream`]).
+    order: Order,
+}
+
+/// The stream rows' order of the reordered candidates (heavy rows first), and the stream in
+/// that order ([`permute_stream`]); `None` where no candidate is reordered.
+struct Order {
     reorder: Option<Vec<u32>>,
     reordered: Option<(Vec<u32>, Vec<u32>, Vec<u32>)>,
+}
+
+impl Order {
+    /// The stream a candidate walks: reordered (`by_len`, with each position's place in A's
+    /// stream `row_ptr`, `kidx`) or A's.
+    fn stream<'a>(&'a self, row_ptr: &'a [u32], kidx: &'a [u32], by_len: bool) -> (&'a [u32], &'a [u32], Option<&'a [u32]>) {
+        match (&self.reordered, by_len) {
+            (Some((rp, kx, pos)), true) => (rp, kx, Some(pos)),
+            _ => (row_ptr, kidx, None),
+        }
+    }
+
+    /// The stream row at place `i` of a candidate's order.
+    fn row_at(&self, by_len: bool, i: usize) -> u32 {
+        match (&self.reorder, by_len) {
+            (Some(order), true) => order[i],
+            _ => i as u32,
+        }
+    }
 }
 
 /// The SpMM planner's choice among `candidates` (`(tile, rows merged)`, the unmerged one first)
@@ -256,19 +279,12 @@ fn choose_plan(
     let wants_order = opts.reorder_rows != Some(false) && candidates.iter().any(|&(_, m)| m > 1 && allowed(m));
     let reorder = if wants_order { heavy_rows_first(row_ptr) } else { None };
     let reordered = reorder.as_ref().map(|order| permute_stream(row_ptr, kidx, order));
+    let order = Order { reorder, reordered };
     // The orders a merged candidate is tried in (`false`: A's): both, or the one asked for.
-    let merged_orders: &[bool] = match (&reordered, opts.reorder_rows) {
+    let merged_orders: &[bool] = match (&order.reordered, opts.reorder_rows) {
         (None, _) => &[false],
         (Some(_), Some(true)) => &[true],
         (Some(_), _) => &[false, true],
-    };
-    // The stream a merge walks: reordered (`by_len`, with each position's place in A's
-    // stream) or A's.
-    let stream_in = |by_len: bool| -> (&[u32], &[u32], Option<&[u32]>) {
-        match (&reordered, by_len) {
-            (Some((rp, kx, pos)), true) => (rp, kx, Some(pos)),
-            _ => (row_ptr, kidx, None),
-        }
     };
     // A merged Hopper plan is weighed with and without skipping, as asked.
     let skip_choices: &[bool] = match opts.skip_absent {
@@ -301,7 +317,7 @@ fn choose_plan(
             continue;
         }
         for &by_len in merged_orders {
-            let (rp, kx, _) = stream_in(by_len);
+            let (rp, kx, _) = order.stream(row_ptr, kidx, by_len);
             let counts = match merge_counts(rp, kx, m as usize, choice.shape().0) {
                 Ok(counts) => counts,
                 Err(e) if opts.merge_rows.is_some() => return Err(e),
@@ -336,11 +352,6 @@ fn choose_plan(
     let Some(best) = best else {
         return Err(Error::UnsupportedMerge { rows: opts.merge_rows.unwrap_or(1), why: String::new() });
     };
-    // The stream row at place `i` of a candidate's order.
-    let row_at = |by_len: bool, i: usize| match (&reorder, by_len) {
-        (Some(order), true) => order[i],
-        _ => i as u32,
-    };
     // A split: per merged candidate, its merged rows whose group costs less merged than
     // its rows unmerged (whole groups only), the rest unmerged; the cheapest such split.
     let considers_split = match opts.split_rows {
@@ -350,7 +361,7 @@ fn choose_plan(
     let mut split: Option<(usize, Vec<bool>, f64)> = None;
     if considers_split {
         for (ci, c) in merged_costed.iter().enumerate() {
-            let row_cost = |i: usize| base_rows[row_at(c.by_len, i) as usize];
+            let row_cost = |i: usize| base_rows[order.row_at(c.by_len, i) as usize];
             if let Some((take, total)) = split_groups(&c.groups, row_cost, c.m as usize, rows)
                 && split.as_ref().is_none_or(|s| total < s.2)
             {
@@ -361,7 +372,7 @@ fn choose_plan(
     let split = split
         .filter(|s| opts.split_rows == Some(true) || s.2 < SPLIT_GAIN * best.total)
         .map(|(ci, take, _)| (merged_costed.swap_remove(ci), take));
-    Ok(Decision { best, split, reorder, reordered })
+    Ok(Decision { best, split, order })
 }
 
 impl Context {
@@ -425,8 +436,8 @@ impl Context {
         // (`merge::plan_cost`: L2 traffic plus tensor work) prefers, of the stream in A's order
         // or reordered. (A merge too large to hold is no candidate.)
         let candidates = self.merge_candidates::<T>(pat, kernel_op, row_ptr.len().saturating_sub(1), rb, kb)?;
-        let Decision { best, split, reorder, reordered } =
-            choose_plan(&candidates, &row_ptr, &kidx, (rb, kb, n, core::mem::size_of::<T>()), opts).map_err(|e| match e {
+        let Decision { best, split, order } = choose_plan(&candidates, &row_ptr, &kidx, (rb, kb, n, core::mem::size_of::<T>()), opts)
+            .map_err(|e| match e {
                 Error::UnsupportedMerge { rows, .. } => {
                     let can: Vec<String> = candidates.iter().map(|(_, m)| m.to_string()).collect();
                     Error::UnsupportedMerge {
@@ -443,17 +454,6 @@ impl Context {
                 e => e,
             })?;
         let rows = row_ptr.len().saturating_sub(1);
-        // The stream a merge walks: reordered (with each position's place in A's stream) or A's.
-        let stream_in = |by_len: bool| -> (&[u32], &[u32], Option<&[u32]>) {
-            match (&reordered, by_len) {
-                (Some((rp, kx, pos)), true) => (rp, kx, Some(pos)),
-                _ => (&row_ptr, &kidx, None),
-            }
-        };
-        let row_at = |by_len: bool, i: usize| match (&reorder, by_len) {
-            (Some(order), true) => order[i],
-            _ => i as u32,
-        };
         let base = candidates[0].0;
         let rb_log2 = rb.trailing_zeros();
         let part = |choice: TileChoice, m: u32, skips: bool, reordered: bool, stream_rows: Option<&[u32]>| -> Result<Part> {
@@ -462,42 +462,23 @@ impl Context {
                 // some of them in A's order, each item naming its row and positions in A's
                 // stream (no row map).
                 let stream = perm.as_ref().map(|p| (kidx.clone(), p.clone()));
-                return match stream_rows {
-                    None => self.spmm_part::<T>(
-                        a,
-                        (n, kb, k_total),
-                        opts,
-                        choice,
-                        (0, skips, reordered),
-                        row_ptr.clone(),
-                        &kidx,
-                        stream,
-                        None,
-                        None,
-                    ),
+                let permuted;
+                let (rp, kx, rows_of) = match stream_rows {
+                    None => (row_ptr.clone(), &kidx[..], None),
                     Some(sub) => {
                         let (rp, kx, _) = permute_stream(&row_ptr, &kidx, sub);
                         let offsets: Vec<u32> = sub.iter().zip(&rp).map(|(&r, &at)| row_ptr[r as usize] - at).collect();
-                        self.spmm_part::<T>(
-                            a,
-                            (n, kb, k_total),
-                            opts,
-                            choice,
-                            (0, skips, reordered),
-                            rp,
-                            &kx,
-                            stream,
-                            None,
-                            Some((sub, &offsets)),
-                        )
+                        permuted = (kx, offsets);
+                        (rp, &permuted.0[..], Some((sub, &permuted.1[..])))
                     }
                 };
+                return self.spmm_part::<T>(a, (n, kb, k_total), opts, choice, (0, skips, reordered), rp, kx, stream, None, rows_of);
             }
             // Merged: the stream rows in the plan's order (A's, reordered, or a split's merged
             // groups), each merged row's union and blocks; a row map unless in A's order.
             let merged = match stream_rows {
                 None => {
-                    let (rp, kx, pos) = stream_in(reordered);
+                    let (rp, kx, pos) = order.stream(&row_ptr, &kidx, reordered);
                     merge_rows(rp, kx, |q| block_of(pos.map_or(q, |p| p[q] as usize)), m as usize)?
                 }
                 Some(sub) => {
@@ -507,7 +488,7 @@ impl Context {
             };
             let row_map = match stream_rows {
                 Some(sub) => Some(sub),
-                None if reordered => reorder.as_deref(),
+                None if reordered => order.reorder.as_deref(),
                 None => None,
             };
             let live = merged.kidx.clone();
@@ -531,7 +512,7 @@ impl Context {
                 let (mut merged_rows_of, mut plain_rows) = (Vec::new(), Vec::new());
                 for (g, &t) in take.iter().enumerate() {
                     let to = if t { &mut merged_rows_of } else { &mut plain_rows };
-                    to.extend((g * m..(g * m + m).min(rows)).map(|i| row_at(c.by_len, i)));
+                    to.extend((g * m..(g * m + m).min(rows)).map(|i| order.row_at(c.by_len, i)));
                 }
                 plain_rows.sort_unstable();
                 vec![part(c.choice, c.m, c.skips, c.by_len, Some(&merged_rows_of))?, part(base, 1, false, false, Some(&plain_rows))?]
@@ -1000,7 +981,7 @@ mod tests {
         let d = choose_plan(&cands, &row_ptr, &kidx, (bs, bs, n, 2), opts).unwrap();
         let split_cost = d.split.as_ref().map_or(f64::NAN, |(c, take)| {
             let base: Vec<f64> = tile_costs(&row_ptr, bs as u32, cands[0].0, n, 2).collect();
-            let order = |i: usize| if c.by_len { d.reorder.as_ref().unwrap()[i] as usize } else { i };
+            let order = |i: usize| d.order.row_at(c.by_len, i) as usize;
             let m = c.m as usize;
             take.iter()
                 .enumerate()
