@@ -86,6 +86,16 @@ impl PortableItem {
         let r = self.item.k_begin + (k >> p.bk_log2);
         if r >= self.item.k_end { None } else { Some((r, k & ((1 << p.bk_log2) - 1))) }
     }
+
+    /// The element offset in B's values of virtual K row `k` at the tile's column `tcol` (in
+    /// the B block its record meets there), or `None` where the item has no record there or
+    /// the record no B block (zeros).
+    #[inline(always)]
+    unsafe fn b_source(&self, p: &SpgemmParams, k: u32, tcol: u32) -> Option<usize> {
+        let (r, kin) = self.at(p, k)?;
+        let blk = unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) };
+        (blk != NO_BLOCK).then(|| b_offset(p, self.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1)))
+    }
 }
 
 impl PortableOp for Spgemm {
@@ -138,13 +148,7 @@ impl PortableOp for Spgemm {
             return ([NO_SOURCE; 2], 0);
         }
         let tcol = 8 * (thread_idx() % row_chunks);
-        let source = |k: u32| match it.at(p, k) {
-            Some((r, kin)) => {
-                let blk = unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) };
-                if blk == NO_BLOCK { NO_SOURCE } else { b_offset(p, it.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1)) as u64 }
-            }
-            None => NO_SOURCE,
-        };
+        let source = |k: u32| unsafe { it.b_source(p, k, tcol) }.map_or(NO_SOURCE, |at| at as u64);
         ([source(k0), source(k0 + 16)], 1)
     }
 
@@ -163,15 +167,10 @@ impl PortableOp for Spgemm {
             }
             return Chunk::Whole(values.wrapping_add(first as usize + (((row % 16) as usize) << p.bn_log2)) as *const u8, true);
         }
-        let Some((r, kin)) = it.at(p, k0 + row) else {
-            return Chunk::Whole(values as *const u8, false);
-        };
-        let tcol = 8 * chunk;
-        let blk = unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) };
-        if blk == NO_BLOCK {
-            return Chunk::Whole(values as *const u8, false);
+        match unsafe { it.b_source(p, k0 + row, 8 * chunk) } {
+            Some(at) => Chunk::Whole(values.wrapping_add(at) as *const u8, true),
+            None => Chunk::Whole(values as *const u8, false),
         }
-        Chunk::Whole(values.wrapping_add(b_offset(p, it.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1))) as *const u8, true)
     }
 
     #[inline(always)]
