@@ -57,6 +57,17 @@ pub unsafe fn cp_async_16_or_zeros(dst: u32, src: *const u8, valid: bool) {
     }
 }
 
+/// Asynchronous 16-byte global → shared copy of the whole chunk at `src` where `valid`;
+/// nothing at all where not (neither `src` read nor `dst` written: the caller never reads
+/// `dst` for such a chunk).
+#[inline(always)]
+pub unsafe fn cp_async_16_if(dst: u32, src: *const u8, valid: bool) {
+    unsafe {
+        asm!("{{ .reg .pred %copy; setp.ne.u32 %copy, {2}, 0; @%copy cp.async.cg.shared.global [{0}], [{1}], 16; }}",
+            in(reg32) dst, in(reg64) src, in(reg32) valid as u32, options(nostack));
+    }
+}
+
 #[inline(always)]
 pub fn cp_async_commit() {
     // SAFETY: closes the current group of this thread's cp.async operations.
@@ -249,7 +260,6 @@ pub fn shfl_idx(v: u32, src: u32) -> u32 {
 
 /// The warp's votes: bit `l` set when lane `l`'s `v` is non-zero (all 32 lanes must take
 /// part).
-#[cfg(target_feature = "sm_90a")]
 #[inline(always)]
 pub fn ballot(v: u32) -> u32 {
     let r: u32;

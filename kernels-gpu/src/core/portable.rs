@@ -12,19 +12,29 @@
 //! `ldmatrix.trans`) or K-major (rows along N, `ldmatrix`), as the op's [`flags`] say; each
 //! layout is a separate instantiation of the main loop, chosen once per thread block.
 //!
+//! Absent B ([`PortableOp::B_MARKS`]): where most of a B stage's columns may be absent (BSR × BSR),
+//! each warp loads the B columns it multiplies itself (its 64, its share of the stage's K rows),
+//! tells which of its column chunks hold data per 16-deep half ([`PortableOp::b_present`]), and
+//! passes over the halves where none of its chunks does: no copies, no zero fill
+//! ([`Chunk::IfPresent`] for the chunks inside a half that holds some). The warps mark the
+//! 16-column granules that hold data in shared memory, and the consumers pass over the
+//! fragments and `mma.sync`s of the others. The kernel is issue-bound there, so what counts is
+//! the instructions passed over, not the tensor work.
+//!
 //! Ring bookkeeping: stage `t` lives in slot `t % stages`. Before computing stage `t`, every
 //! thread waits for its own copies of stage `t` (at most `stages - 2` newer groups in flight)
 //! and the block barrier makes all threads' copies visible. The same barrier proves that every
 //! warp has finished computing stage `t - 1`, so its slot can receive stage `t + stages - 1`.
 
-use blocksparse_abi::{MMA_TILES, MmaTile, WARP_N, flags};
+use blocksparse_abi::{MAX_ITEM_BLOCKS, MMA_TILES, MmaTile, WARP_N, flags};
 
 use crate::core::epilogue::{Dest, store_partial_strip, store_strip};
 use crate::core::ring::PipelineState;
 use crate::core::smem::SmemTile;
 use crate::dtype::{Input, Output};
 use crate::ptx::{
-    cp_async_16, cp_async_16_or_zeros, cp_async_commit, cp_async_wait, ldmatrix_x4, ldmatrix_x4_trans, smem_base, sync_threads, thread_idx,
+    ballot, cp_async_16, cp_async_16_if, cp_async_16_or_zeros, cp_async_commit, cp_async_wait, ld_shared_u32, ldmatrix_x4,
+    ldmatrix_x4_trans, smem_base, st_shared_u32, sync_threads, thread_idx,
 };
 
 /// n8 fragments per warp along N.
@@ -79,6 +89,9 @@ pub enum Chunk {
     Whole(*const u8, bool),
     /// The first `bytes` (0..=16) from the address, zeros after (a row's tail).
     Part(*const u8, u32),
+    /// All 16 bytes from the address where the flag is set, nothing where not: only for B
+    /// chunks where [`PortableOp::b_present`] is false, whose granules no warp reads.
+    IfPresent(*const u8, bool),
 }
 
 impl Chunk {
@@ -90,6 +103,7 @@ impl Chunk {
             match self {
                 Chunk::Whole(src, valid) => cp_async_16_or_zeros(dst, src, valid),
                 Chunk::Part(src, bytes) => cp_async_16(dst, src, bytes),
+                Chunk::IfPresent(src, valid) => cp_async_16_if(dst, src, valid),
             }
         }
     }
@@ -146,12 +160,79 @@ pub trait PortableOp {
     unsafe fn b_stage<const B_K: bool>(_p: &Self::Params, _it: &Self::Item, _t: MmaTile, _k0: u32) -> (Self::BStage, u32) {
         (Self::BStage::default(), 0)
     }
+    /// Whether B's columns may be absent (see the module docs): each thread then loads the B
+    /// column chunk [`marked_b_chunk`] of every K row it copies (its [`PortableOp::b_stage`]
+    /// computed for that chunk), and the op tells [`PortableOp::b_present`]. Such an op leaves
+    /// the block cache to the marks (its [`PortableOp::prepare`] writes nothing there). Tiles of
+    /// 32-deep stages, B MN-major.
+    const B_MARKS: bool = false;
+    /// Whether [`PortableOp::a_stage`] and [`PortableOp::b_stage`] read global memory (the
+    /// stage's block indices): the skeleton then calls them one iteration before the stage's
+    /// copies, so that their loads' latency passes under a stage of tensor work instead of
+    /// stalling the copies (an op doing so should return the words read, and leave what it
+    /// derives from them to the chunks).
+    const STAGE_AHEAD: bool = false;
+    /// With [`PortableOp::B_MARKS`]: whether K rows `16 h .. 16 h + 16` of the stage (`st`,
+    /// `form`: its [`PortableOp::b_stage`]) may hold data at this thread's column chunk. It must
+    /// be the same for both chunks of a 16-column granule (chunks `2g`, `2g + 1`). Where it is
+    /// false the warps pass over the granule, and a chunk the op returns as
+    /// [`Chunk::IfPresent`] must be copied exactly where it is true.
+    #[inline(always)]
+    fn b_present(_st: Self::BStage, _form: u32, _h: u32) -> bool {
+        true
+    }
     /// As [`PortableOp::a_chunk`] for the B slice: rows along K (MN-major, `B_K` false) or
     /// along N (K-major); `st` is the stage's [`PortableOp::b_stage`], and `FORM` the form it
     /// asked for (the skeleton branches once per stage, not per chunk).
     unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &Self::Params, it: &Self::Item, st: Self::BStage, at: ChunkAt) -> Chunk;
     /// Writes one warp's accumulators (all 32 lanes call it).
     unsafe fn store<O: Output>(p: &Self::Params, it: &Self::Item, t: MmaTile, w: WarpTile, acc: &Acc);
+}
+
+/// Bytes of one stage's B marks: `(ks / 16, tn / 16)`.
+const fn marks_bytes(t: MmaTile) -> u32 {
+    (t.ks / 16) * (t.tn / 16)
+}
+
+// Every tile's marks, one set per ring slot, fit in the block cache; a stage is two 16-deep
+// halves, the warps of one column span its tile's columns, and each warp's share of a stage's K
+// rows is whole groups of four (a warp copies 8 chunks × 4 rows at a time), inside one half.
+const _: () = {
+    let mut i = 0;
+    while i < MMA_TILES.len() {
+        let t = MMA_TILES[i];
+        assert!(t.stages * marks_bytes(t) <= MAX_ITEM_BLOCKS * 8);
+        assert!(t.ks == 32 && t.warps_n * WARP_N == t.tn);
+        assert!((t.ks / t.warps_m) % 4 == 0 && (16 % (t.ks / t.warps_m) == 0 || (t.ks / t.warps_m) % 16 == 0));
+        i += 1;
+    }
+    // A warp's four 16-column granules are one 32-bit word of the marks, one chunk pair each.
+    assert!(WARP_N == 64);
+};
+
+/// With [`PortableOp::B_MARKS`]: the B column chunk (of 8 elements) the calling thread loads, on
+/// every K row it copies: lane `l` of the warp at tile column `64 wn` takes chunk `8 wn + l % 8`.
+#[inline(always)]
+pub fn marked_b_chunk(t: MmaTile) -> u32 {
+    let tid = thread_idx();
+    8 * ((tid / 32) % t.warps_n) + tid % 8
+}
+
+/// B fragment `j` of a warp whose columns start at `col0`, K rows `16 kk ..` of the slot: two n8
+/// groups per ldmatrix, `(k 0-7 | 8-15) × (group j | j + 1)`.
+#[inline(always)]
+unsafe fn b_fragment<const B_K: bool>(b_slot: SmemTile, col0: u32, kk: u32, j: u32, lane: u32) -> [u32; 4] {
+    unsafe {
+        if B_K {
+            // Lane l addresses N row 8·(2j + l / 16) + l % 8 at K chunk (l / 8) % 2.
+            let n = col0 + 8 * (2 * j + lane / 16) + lane % 8;
+            ldmatrix_x4(b_slot.chunk_addr(n, 2 * kk + (lane / 8) % 2))
+        } else {
+            // Lane l addresses K row (l & 7) + 8·((l >> 3) & 1) at N chunk 2j + l / 16.
+            let krow = 16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1);
+            ldmatrix_x4_trans(b_slot.chunk_addr(krow, col0 / 8 + 2 * j + lane / 16))
+        }
+    }
 }
 
 /// The kernel body for tile `MMA_TILES[TILE]`.
@@ -200,13 +281,24 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     let b_ring = SmemTile { base: smem + t.stages * t.a_stage_bytes(), row_chunks: b_rc };
     let a_chunks = a_rows * a_rc;
     let b_chunks = b_rows * b_rc;
+    // The B marks of ring slot `s` (`B_MARKS`): `(ks / 16, tn / 16)` bytes in the block cache.
+    let marks = |s: u32| smem + t.cache_offset() + s * marks_bytes(t);
 
     // ---- load: stage `stage` of A and B into ring slot `slot`; thread `tid` copies chunks
     // `tid + i · threads` (a constant trip count, so the copies unroll) ----
-    let load = |stage: u32, slot: u32| {
+    // What the stage's A and B chunks share ([`PortableOp::a_stage`], [`PortableOp::b_stage`]).
+    let shared = |stage: u32| -> ((Op::AStage, u32), (Op::BStage, u32)) {
+        let k0 = stage * t.ks;
+        unsafe { (Op::a_stage::<A_MN>(p, it, t, k0), Op::b_stage::<B_K>(p, it, t, k0)) }
+    };
+    // `ahead`: the stage's shared parts, read one iteration earlier (`STAGE_AHEAD`).
+    let load = |stage: u32, slot: u32, ahead: Option<((Op::AStage, u32), (Op::BStage, u32))>| {
         let k0 = stage * t.ks;
         let a_slot = a_ring.offset(slot * t.a_stage_bytes());
-        let (sa, form) = unsafe { Op::a_stage::<A_MN>(p, it, t, k0) };
+        let (sa, form) = match ahead {
+            Some((a, _)) => a,
+            None => unsafe { Op::a_stage::<A_MN>(p, it, t, k0) },
+        };
         // The A chunks in the form the op asked for (one branch per stage).
         macro_rules! load_a {
             ($form:literal) => {{
@@ -227,7 +319,52 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
             _ => load_a!(0),
         }
         let b_slot = b_ring.offset(slot * t.b_stage_bytes());
-        let (st, form) = unsafe { Op::b_stage::<B_K>(p, it, t, k0) };
+        let (st, form) = match ahead {
+            Some((_, b)) => b,
+            None => unsafe { Op::b_stage::<B_K>(p, it, t, k0) },
+        };
+        if Op::B_MARKS {
+            // The warp's own columns (chunk `c`), K rows `row0 ..` (lane l: rows `l / 8 + 4 i`).
+            let rows = t.ks / t.warps_m;
+            let row0 = (w.row0 / t.warp_m()) * rows;
+            let c = marked_b_chunk(t);
+            // Per half, which of the warp's lanes hold data (lanes 0-7: chunks 0-7).
+            let held = [ballot(Op::b_present(st, form, 0) as u32), ballot(Op::b_present(st, form, 1) as u32)];
+            macro_rules! load_b_marked {
+                ($form:literal) => {{
+                    let mut i = 0;
+                    while i < rows / 4 {
+                        // Four rows at a time, inside one half (a select: an index would put
+                        // `held` in local memory).
+                        let any = if row0 + 4 * i < 16 { held[0] } else { held[1] };
+                        if any != 0 {
+                            let row = row0 + 4 * i + w.lane / 8;
+                            unsafe {
+                                Op::b_chunk::<B_K, $form>(p, it, st, ChunkAt { k0, row, chunk: c }).copy_to(b_slot.chunk_addr(row, c))
+                            };
+                        }
+                        i += 1;
+                    }
+                }};
+            }
+            match form {
+                1 => load_b_marked!(1),
+                _ => load_b_marked!(0),
+            }
+            // The marks of the halves the warp's rows begin: granule g (chunks 2g, 2g + 1) from
+            // lane 2g's vote, byte g of the warp's word.
+            if w.lane == 0 {
+                let word = |v: u32| (v & 1) | ((v >> 2) & 1) << 8 | ((v >> 4) & 1) << 16 | ((v >> 6) & 1) << 24;
+                let mut h = 0;
+                while h < 2 {
+                    if row0 <= 16 * h && 16 * h < row0 + rows {
+                        unsafe { st_shared_u32(marks(slot) + h * (t.tn / 16) + w.col0 / 16, word(if h == 0 { held[0] } else { held[1] })) };
+                    }
+                    h += 1;
+                }
+            }
+            return;
+        }
         // The B chunks in the form the op asked for (one branch per stage).
         macro_rules! load_b {
             ($form:literal) => {{
@@ -255,6 +392,17 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
         let b_slot = b_ring.offset(slot * t.b_stage_bytes());
         let mut kk = 0;
         while kk < t.ks / 16 {
+            // Which of the warp's four 16-column granules hold data in these 16 K rows: byte j
+            // for granule j (n8 groups 2j, 2j + 1); all of them unless the op marks B.
+            // SAFETY: the slot's marks, written before the barrier that opened this stage.
+            let present = if Op::B_MARKS { unsafe { ld_shared_u32(marks(slot) + kk * (t.tn / 16) + w.col0 / 16) } } else { u32::MAX };
+            // The warp passes over the halves where all four are absent, and over each absent
+            // granule (whose chunks were not copied).
+            let has = |j: usize| (present >> (8 * j)) & 0xff != 0;
+            if present == 0 {
+                kk += 1;
+                continue;
+            }
             // A fragments (16 rows × k16 each): matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15).
             let mut af = [[0u32; 4]; 4];
             let mut i = 0;
@@ -272,31 +420,40 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
                 i += 1;
             }
             // B fragments, two n8 groups per ldmatrix: (k 0-7 | 8-15) × (group j | j + 1).
-            let mut bf = [[0u32; 4]; NJ / 2];
-            let mut j = 0;
-            while j < NJ / 2 {
-                bf[j] = unsafe {
-                    if B_K {
-                        // Lane l addresses N row 8·(2j + l / 16) + l % 8 at K chunk (l / 8) % 2.
-                        let n = w.col0 + 8 * (2 * j as u32 + lane / 16) + lane % 8;
-                        ldmatrix_x4(b_slot.chunk_addr(n, 2 * kk + (lane / 8) % 2))
-                    } else {
-                        // Lane l addresses K row (l & 7) + 8·((l >> 3) & 1) at N chunk 2j + l / 16.
-                        let krow = 16 * kk + (lane & 7) + 8 * ((lane >> 3) & 1);
-                        ldmatrix_x4_trans(b_slot.chunk_addr(krow, w.col0 / 8 + 2 * j as u32 + lane / 16))
-                    }
-                };
-                j += 1;
-            }
-            let mut i = 0;
-            while i < w.mi {
+            if Op::B_MARKS {
+                // Granule by granule, each present one's fragment and its MMAs (one fragment
+                // live at a time: all four with the branches spilled on the 32-row and larger
+                // tiles).
                 let mut j = 0;
                 while j < NJ / 2 {
-                    I::mma(&mut acc[i][2 * j], &af[i], bf[j][0], bf[j][1]);
-                    I::mma(&mut acc[i][2 * j + 1], &af[i], bf[j][2], bf[j][3]);
+                    if has(j) {
+                        let bf = unsafe { b_fragment::<B_K>(b_slot, w.col0, kk, j as u32, lane) };
+                        let mut i = 0;
+                        while i < w.mi {
+                            I::mma(&mut acc[i][2 * j], &af[i], bf[0], bf[1]);
+                            I::mma(&mut acc[i][2 * j + 1], &af[i], bf[2], bf[3]);
+                            i += 1;
+                        }
+                    }
                     j += 1;
                 }
-                i += 1;
+            } else {
+                let mut bf = [[0u32; 4]; NJ / 2];
+                let mut j = 0;
+                while j < NJ / 2 {
+                    bf[j] = unsafe { b_fragment::<B_K>(b_slot, w.col0, kk, j as u32, lane) };
+                    j += 1;
+                }
+                let mut i = 0;
+                while i < w.mi {
+                    let mut j = 0;
+                    while j < NJ / 2 {
+                        I::mma(&mut acc[i][2 * j], &af[i], bf[j][0], bf[j][1]);
+                        I::mma(&mut acc[i][2 * j + 1], &af[i], bf[j][2], bf[j][3]);
+                        j += 1;
+                    }
+                    i += 1;
+                }
             }
             kk += 1;
         }
@@ -307,20 +464,24 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     let mut s = 0;
     while s < t.stages - 1 {
         if s < n_k {
-            load(s, s);
+            load(s, s, None);
         }
         cp_async_commit();
         s += 1;
     }
     let mut read = PipelineState::new(t.stages);
     let mut write = PipelineState::starting_at(t.stages, t.stages - 1);
+    let mut ahead = if Op::STAGE_AHEAD && t.stages - 1 < n_k { Some(shared(t.stages - 1)) } else { None };
     let mut st = 0;
     while st < n_k {
         cp_async_wait(t.stages - 2);
         sync_threads();
         let next = st + t.stages - 1;
         if next < n_k {
-            load(next, write.slot);
+            load(next, write.slot, ahead);
+            if Op::STAGE_AHEAD {
+                ahead = if next + 1 < n_k { Some(shared(next + 1)) } else { None };
+            }
         }
         cp_async_commit();
         compute(&mut acc, read.slot);

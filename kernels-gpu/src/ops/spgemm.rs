@@ -32,16 +32,13 @@
 use blocksparse_abi::{FIXUP_TO_DENSE, MmaTile, NO_BLOCK, NO_SLOT, SpgemmParams, WorkItem};
 
 use crate::core::epilogue::{BlockDest, DenseDest, partial_tile};
-use crate::core::portable::{Acc, Chunk, ChunkAt, PortableOp, WarpTile};
+use crate::core::portable::{Acc, Chunk, ChunkAt, PortableOp, WarpTile, marked_b_chunk};
 use crate::core::work::this_block_item;
 use crate::dtype::Output;
-use crate::ptx::{ld_global_nc_u32, thread_idx};
+use crate::ptx::ld_global_nc_u32;
 
 /// The SpGEMM op.
 pub struct Spgemm;
-
-/// [`PortableOp::BStage`] of a half-stage without a B block (zeros).
-const NO_SOURCE: u64 = u64::MAX;
 
 /// Word `w` of stage record `r` (32-bit offsets: the planner keeps the records below 2³²
 /// words).
@@ -101,11 +98,18 @@ impl PortableItem {
 impl PortableOp for Spgemm {
     type Params = SpgemmParams;
     type Item = PortableItem;
-    type AStage = ();
-    /// Per 16-row half of a 32-deep stage: the element offset in B's values of the thread's
-    /// column chunk at the half's first K row, or [`NO_SOURCE`] where that record has no
-    /// block there (or the item has no record there).
-    type BStage = [u64; 2];
+    /// Per 16-row half of a 32-deep stage: the A block of its record ([`NO_BLOCK`] past the
+    /// item's last record).
+    type AStage = [u32; 2];
+    /// Per 16-row half of a 32-deep stage: the B block its record meets at the thread's column
+    /// chunk ([`marked_b_chunk`]), or [`NO_BLOCK`] (none there, or past the item's last record).
+    type BStage = [u32; 2];
+
+    /// The tile's columns are those of `tn / bn` B blocks, most of them absent where B is
+    /// sparse (16×16 blocks at 12.5 %: about 2 of a 256-wide tile's 16).
+    const B_MARKS: bool = true;
+    /// The stage's A and B blocks are record words in global memory, read a stage ahead.
+    const STAGE_AHEAD: bool = true;
 
     #[inline(always)]
     fn flags(_p: &SpgemmParams) -> u32 {
@@ -122,50 +126,75 @@ impl PortableOp for Spgemm {
         ((it.item.k_end - it.item.k_begin) << p.bk_log2).div_ceil(t.ks)
     }
 
+    /// Form 1 where the stage is two halves of 16 K rows (32-deep stages, A K-major), each in
+    /// one record (blocks are at least 16 deep, stages start at multiples of 32): the halves' A
+    /// blocks, as read.
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, _st: (), at: ChunkAt) -> Chunk {
+    unsafe fn a_stage<const A_MN: bool>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, k0: u32) -> ([u32; 2], u32) {
+        if A_MN || t.ks != 32 {
+            return ([NO_BLOCK; 2], 0);
+        }
+        let block = |k: u32| it.at(p, k).map_or(NO_BLOCK, |(r, _)| unsafe { record_word(p, r, 0) });
+        ([block(k0), block(k0 + 16)], 1)
+    }
+
+    #[inline(always)]
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, st: [u32; 2], at: ChunkAt) -> Chunk {
         let ChunkAt { k0, row, chunk } = at;
         // K-major: row = M row of the block, chunk along its columns (K). (The op's flags never
         // ask for MN-major.)
         let values = p.a_values as *const u16;
-        let Some((r, kin)) = it.at(p, k0 + 8 * chunk) else {
-            return Chunk::Whole(values as *const u8, false);
+        let k = k0 + 8 * chunk;
+        let blk = if FORM == 1 {
+            // Chunks 0-1 in the first half, 2-3 in the second (a select, not an index: a
+            // variable index puts `st` in local memory).
+            if chunk < 2 { st[0] } else { st[1] }
+        } else {
+            match it.at(p, k) {
+                Some((r, _)) => unsafe { record_word(p, r, 0) },
+                None => NO_BLOCK,
+            }
         };
-        let blk = unsafe { record_word(p, r, 0) };
+        if blk == NO_BLOCK {
+            return Chunk::Whole(values as *const u8, false);
+        }
+        let kin = k & ((1 << p.bk_log2) - 1);
         Chunk::Whole(values.wrapping_add(a_offset(p, it.item.batch, blk, row, kin)) as *const u8, true)
     }
 
-    /// Form 1 where each thread's B chunks of a stage share one column chunk (the skeleton
-    /// hands thread `tid` the chunks `tid + i · threads`, so where the threads are a multiple
-    /// of a row's chunks, column chunk `tid % (tn / 8)` on every row) and the stage is two
-    /// halves of 16 K rows: each half lies in one record (blocks are at least 16 deep, stages
-    /// start at multiples of 32), so a thread looks its B block up once per half instead of once
-    /// per chunk.
+    /// Form 1 where the stage is two halves of 16 K rows (B MN-major, 32-deep stages): each half
+    /// lies in one record, and each thread loads one column chunk ([`marked_b_chunk`]) on every
+    /// row it copies, so it reads its B block once per half instead of once per chunk.
     #[inline(always)]
-    unsafe fn b_stage<const B_K: bool>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, k0: u32) -> ([u64; 2], u32) {
-        let row_chunks = t.tn / 8;
-        if B_K || t.ks != 32 || !t.threads().is_multiple_of(row_chunks) {
-            return ([NO_SOURCE; 2], 0);
+    unsafe fn b_stage<const B_K: bool>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, k0: u32) -> ([u32; 2], u32) {
+        if B_K || t.ks != 32 {
+            return ([NO_BLOCK; 2], 0);
         }
-        let tcol = 8 * (thread_idx() % row_chunks);
-        let source = |k: u32| unsafe { it.b_source(p, k, tcol) }.map_or(NO_SOURCE, |at| at as u64);
-        ([source(k0), source(k0 + 16)], 1)
+        let tcol = 8 * marked_b_chunk(t);
+        let block = |k: u32| it.at(p, k).map_or(NO_BLOCK, |(r, _)| unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) });
+        ([block(k0), block(k0 + 16)], 1)
+    }
+
+    /// Form 1: where the half's record has a B block at the thread's columns (a granule's two
+    /// chunks lie in one block, blocks being at least 16 wide). Form 0 copies every chunk.
+    #[inline(always)]
+    fn b_present(st: [u32; 2], form: u32, h: u32) -> bool {
+        form != 1 || (if h == 0 { st[0] } else { st[1] }) != NO_BLOCK
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, st: [u64; 2], at: ChunkAt) -> Chunk {
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, st: [u32; 2], at: ChunkAt) -> Chunk {
         let ChunkAt { k0, row, chunk } = at;
         // MN-major: row = K row, chunk along the tile's columns; column block j of the tile is
         // the record's word 1 + j. (The op's flags never ask for K-major.)
         let values = p.b_values as *const u16;
         if FORM == 1 {
-            // The half's source, `row % 16` K rows (of bn elements) further into its block.
-            // (A select, not an index: a variable index puts `st` in local memory.)
-            let first = if (row / 16) % 2 == 0 { st[0] } else { st[1] };
-            if first == NO_SOURCE {
-                return Chunk::Whole(values as *const u8, false);
-            }
-            return Chunk::Whole(values.wrapping_add(first as usize + (((row % 16) as usize) << p.bn_log2)) as *const u8, true);
+            // The half's block (a select, not an index), at K row `row` of the stage. An absent
+            // block's chunks are not copied: no warp reads its granule (`b_present`).
+            let blk = if row < 16 { st[0] } else { st[1] };
+            let kin = (k0 + row) & ((1 << p.bk_log2) - 1);
+            let at = b_offset(p, it.item.batch, blk, kin, (8 * chunk) & ((1 << p.bn_log2) - 1));
+            return Chunk::IfPresent(values.wrapping_add(at) as *const u8, blk != NO_BLOCK);
         }
         match unsafe { it.b_source(p, k0 + row, 8 * chunk) } {
             Some(at) => Chunk::Whole(values.wrapping_add(at) as *const u8, true),
@@ -174,8 +203,10 @@ impl PortableOp for Spgemm {
     }
 
     #[inline(always)]
-    unsafe fn store<O: Output>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, w: WarpTile, acc: &Acc) {
-        let item = &it.item;
+    unsafe fn store<O: Output>(p: &SpgemmParams, _it: &PortableItem, t: MmaTile, w: WarpTile, acc: &Acc) {
+        // The item's descriptor read again (from L1 / L2): kept in registers through the main
+        // loop, its fields that only the store needs spilled on the 32-row tile.
+        let item = &unsafe { this_block_item(&p.work) };
         if item.partial_slot != NO_SLOT {
             unsafe { w.store_partial(partial_tile(&p.work, item.partial_slot, t.tm * t.tn), t.tn, acc) };
         } else if p.to == FIXUP_TO_DENSE {
