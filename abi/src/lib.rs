@@ -137,12 +137,13 @@ impl MmaTile {
     pub const fn b_stage_bytes(&self) -> u32 {
         self.ks * self.tn * 2
     }
-    /// Byte offset of the block-index cache, after the A and B rings.
+    /// Byte offset of the block cache (an op's block indices, or the B marks of an op that
+    /// marks them), after the A and B rings.
     pub const fn cache_offset(&self) -> u32 {
         self.stages * (self.a_stage_bytes() + self.b_stage_bytes())
     }
-    /// Dynamic shared memory of one thread block: the rings and `(MAX_ITEM_BLOCKS, 2)` u32
-    /// block indices.
+    /// Dynamic shared memory of one thread block: the rings and the block cache,
+    /// `(MAX_ITEM_BLOCKS, 2)` u32.
     pub const fn smem_bytes(&self) -> u32 {
         self.cache_offset() + MAX_ITEM_BLOCKS * 8
     }

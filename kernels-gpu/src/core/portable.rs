@@ -89,8 +89,9 @@ pub enum Chunk {
     Whole(*const u8, bool),
     /// The first `bytes` (0..=16) from the address, zeros after (a row's tail).
     Part(*const u8, u32),
-    /// All 16 bytes from the address where the flag is set, nothing where not: only for B
-    /// chunks where [`PortableOp::b_present`] is false, whose granules no warp reads.
+    /// All 16 bytes from the address where the flag is set, nothing where not (not even
+    /// zeros): a B chunk of an op with [`PortableOp::B_MARKS`], whose flag is
+    /// [`PortableOp::b_present`] (no warp reads the granules where it is false).
     IfPresent(*const u8, bool),
 }
 
@@ -164,7 +165,8 @@ pub trait PortableOp {
     /// column chunk [`marked_b_chunk`] of every K row it copies (its [`PortableOp::b_stage`]
     /// computed for that chunk), and the op tells [`PortableOp::b_present`]. Such an op leaves
     /// the block cache to the marks (its [`PortableOp::prepare`] writes nothing there). Tiles of
-    /// 32-deep stages, B MN-major.
+    /// 32-deep stages, and a B MN-major only (its [`PortableOp::flags`] never ask for
+    /// K-major: the warps' copies assume rows along K).
     const B_MARKS: bool = false;
     /// Whether [`PortableOp::a_stage`] and [`PortableOp::b_stage`] read global memory (the
     /// stage's block indices): the skeleton then calls them one iteration before the stage's
@@ -203,7 +205,8 @@ const _: () = {
         let t = MMA_TILES[i];
         assert!(t.stages * marks_bytes(t) <= MAX_ITEM_BLOCKS * 8);
         assert!(t.ks == 32 && t.warps_n * WARP_N == t.tn);
-        assert!((t.ks / t.warps_m) % 4 == 0 && (16 % (t.ks / t.warps_m) == 0 || (t.ks / t.warps_m) % 16 == 0));
+        let rows = t.ks / t.warps_m;
+        assert!(rows.is_multiple_of(4) && (16u32.is_multiple_of(rows) || rows.is_multiple_of(16)));
         i += 1;
     }
     // A warp's four 16-column granules are one 32-bit word of the marks, one chunk pair each.
@@ -234,6 +237,10 @@ unsafe fn b_fragment<const B_K: bool>(b_slot: SmemTile, col0: u32, kk: u32, j: u
         }
     }
 }
+
+/// What a stage's A and B chunks share, with the forms that use it ([`PortableOp::a_stage`],
+/// [`PortableOp::b_stage`]).
+type Shared<Op> = ((<Op as PortableOp>::AStage, u32), (<Op as PortableOp>::BStage, u32));
 
 /// The kernel body for tile `MMA_TILES[TILE]`.
 #[inline(always)]
@@ -285,14 +292,15 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     let marks = |s: u32| smem + t.cache_offset() + s * marks_bytes(t);
 
     // ---- load: stage `stage` of A and B into ring slot `slot`; thread `tid` copies chunks
-    // `tid + i · threads` (a constant trip count, so the copies unroll) ----
+    // `tid + i · threads` (a constant trip count, so the copies unroll), but for B with
+    // `B_MARKS`, where each warp copies its own columns ----
     // What the stage's A and B chunks share ([`PortableOp::a_stage`], [`PortableOp::b_stage`]).
-    let shared = |stage: u32| -> ((Op::AStage, u32), (Op::BStage, u32)) {
+    let shared = |stage: u32| -> Shared<Op> {
         let k0 = stage * t.ks;
         unsafe { (Op::a_stage::<A_MN>(p, it, t, k0), Op::b_stage::<B_K>(p, it, t, k0)) }
     };
     // `ahead`: the stage's shared parts, read one iteration earlier (`STAGE_AHEAD`).
-    let load = |stage: u32, slot: u32, ahead: Option<((Op::AStage, u32), (Op::BStage, u32))>| {
+    let load = |stage: u32, slot: u32, ahead: Option<Shared<Op>>| {
         let k0 = stage * t.ks;
         let a_slot = a_ring.offset(slot * t.a_stage_bytes());
         let (sa, form) = match ahead {
