@@ -76,12 +76,13 @@ pub struct PortableItem {
 }
 
 impl PortableItem {
-    /// The record and the K offset inside its blocks of virtual K `k`, or `None` past the
-    /// item's last record (the last stage's tail).
+    /// Word `w` of the record of virtual K `k` (word 0: its A block; 1 + j: the B block it
+    /// meets at tile column block j), or [`NO_BLOCK`] past the item's last record (the last
+    /// stage's tail).
     #[inline(always)]
-    fn at(&self, p: &SpgemmParams, k: u32) -> Option<(u32, u32)> {
+    unsafe fn word_at(&self, p: &SpgemmParams, k: u32, w: u32) -> u32 {
         let r = self.item.k_begin + (k >> p.bk_log2);
-        if r >= self.item.k_end { None } else { Some((r, k & ((1 << p.bk_log2) - 1))) }
+        if r >= self.item.k_end { NO_BLOCK } else { unsafe { record_word(p, r, w) } }
     }
 
     /// The element offset in B's values of virtual K row `k` at the tile's column `tcol` (in
@@ -89,8 +90,8 @@ impl PortableItem {
     /// the record no B block (zeros).
     #[inline(always)]
     unsafe fn b_source(&self, p: &SpgemmParams, k: u32, tcol: u32) -> Option<usize> {
-        let (r, kin) = self.at(p, k)?;
-        let blk = unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) };
+        let blk = unsafe { self.word_at(p, k, 1 + (tcol >> p.bn_log2)) };
+        let kin = k & ((1 << p.bk_log2) - 1);
         (blk != NO_BLOCK).then(|| b_offset(p, self.item.batch, blk, kin, tcol & ((1 << p.bn_log2) - 1)))
     }
 }
@@ -134,8 +135,7 @@ impl PortableOp for Spgemm {
         if A_MN || t.ks != 32 {
             return ([NO_BLOCK; 2], 0);
         }
-        let block = |k: u32| it.at(p, k).map_or(NO_BLOCK, |(r, _)| unsafe { record_word(p, r, 0) });
-        ([block(k0), block(k0 + 16)], 1)
+        unsafe { ([it.word_at(p, k0, 0), it.word_at(p, k0 + 16, 0)], 1) }
     }
 
     #[inline(always)]
@@ -150,10 +150,7 @@ impl PortableOp for Spgemm {
             // variable index puts `st` in local memory).
             if chunk < 2 { st[0] } else { st[1] }
         } else {
-            match it.at(p, k) {
-                Some((r, _)) => unsafe { record_word(p, r, 0) },
-                None => NO_BLOCK,
-            }
+            unsafe { it.word_at(p, k, 0) }
         };
         if blk == NO_BLOCK {
             return Chunk::Whole(values as *const u8, false);
@@ -170,9 +167,8 @@ impl PortableOp for Spgemm {
         if B_K || t.ks != 32 {
             return ([NO_BLOCK; 2], 0);
         }
-        let tcol = 8 * marked_b_chunk(t);
-        let block = |k: u32| it.at(p, k).map_or(NO_BLOCK, |(r, _)| unsafe { record_word(p, r, 1 + (tcol >> p.bn_log2)) });
-        ([block(k0), block(k0 + 16)], 1)
+        let w = 1 + ((8 * marked_b_chunk(t)) >> p.bn_log2);
+        unsafe { ([it.word_at(p, k0, w), it.word_at(p, k0 + 16, w)], 1) }
     }
 
     /// Form 1: where the half's record has a B block at the thread's columns (a granule's two
