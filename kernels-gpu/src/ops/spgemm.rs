@@ -85,6 +85,24 @@ impl PortableItem {
         if r >= self.item.k_end { NO_BLOCK } else { unsafe { record_word(p, r, w) } }
     }
 
+    /// Word `w` of the records of a 32-deep stage's two 16-deep halves (virtual K `k0` and
+    /// `k0 + 16`). Each word is read unconditionally (a half past the item's last record reads
+    /// that record's word, and [`HalfWords::live`] says it stands for [`NO_BLOCK`]): with the
+    /// select after the load, each load's value was consumed at once, and the warps waited for
+    /// the read a stage early (perf notes v40). Only for stages of the item (at least one
+    /// record).
+    #[inline(always)]
+    unsafe fn half_words(&self, p: &SpgemmParams, k0: u32, w: u32) -> HalfWords {
+        let r = [self.item.k_begin + (k0 >> p.bk_log2), self.item.k_begin + ((k0 + 16) >> p.bk_log2)];
+        let last = self.item.k_end.saturating_sub(1);
+        unsafe {
+            HalfWords {
+                words: [record_word(p, r[0].min(last), w), record_word(p, r[1].min(last), w)],
+                live: [r[0] < self.item.k_end, r[1] < self.item.k_end],
+            }
+        }
+    }
+
     /// The element offset in B's values of virtual K row `k` at the tile's column `tcol` (in
     /// the B block its record meets there), or `None` where the item has no record there or
     /// the record no B block (zeros).
@@ -96,15 +114,41 @@ impl PortableItem {
     }
 }
 
+/// One record word per 16-deep half of a 32-deep stage, as read, and whether the half lies in
+/// one of the item's records ([`PortableItem::half_words`]).
+#[derive(Clone, Copy)]
+pub struct HalfWords {
+    words: [u32; 2],
+    live: [bool; 2],
+}
+
+/// No record in either half.
+impl Default for HalfWords {
+    #[inline(always)]
+    fn default() -> Self {
+        HalfWords { words: [NO_BLOCK; 2], live: [false; 2] }
+    }
+}
+
+impl HalfWords {
+    /// The word of the first (`second` false) or second half, [`NO_BLOCK`] past the item's last
+    /// record (selects, not an index: a variable index puts the arrays in local memory).
+    #[inline(always)]
+    fn half(self, second: bool) -> u32 {
+        let (w, live) = if second { (self.words[1], self.live[1]) } else { (self.words[0], self.live[0]) };
+        if live { w } else { NO_BLOCK }
+    }
+}
+
 impl PortableOp for Spgemm {
     type Params = SpgemmParams;
     type Item = PortableItem;
     /// Per 16-row half of a 32-deep stage: the A block of its record ([`NO_BLOCK`] past the
     /// item's last record).
-    type AStage = [u32; 2];
+    type AStage = HalfWords;
     /// Per 16-row half of a 32-deep stage: the B block its record meets at the thread's column
     /// chunk ([`marked_b_chunk`]), or [`NO_BLOCK`] (none there, or past the item's last record).
-    type BStage = [u32; 2];
+    type BStage = HalfWords;
 
     /// The tile's columns are those of `tn / bn` B blocks, most of them absent where B is
     /// sparse (16×16 blocks at 12.5 %: about 2 of a 256-wide tile's 16).
@@ -131,24 +175,23 @@ impl PortableOp for Spgemm {
     /// one record (blocks are at least 16 deep, stages start at multiples of 32): the halves' A
     /// blocks, as read.
     #[inline(always)]
-    unsafe fn a_stage<const A_MN: bool>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, k0: u32) -> ([u32; 2], u32) {
+    unsafe fn a_stage<const A_MN: bool>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, k0: u32) -> (HalfWords, u32) {
         if A_MN || t.ks != 32 {
-            return ([NO_BLOCK; 2], 0);
+            return (HalfWords::default(), 0);
         }
-        unsafe { ([it.word_at(p, k0, 0), it.word_at(p, k0 + 16, 0)], 1) }
+        unsafe { (it.half_words(p, k0, 0), 1) }
     }
 
     #[inline(always)]
-    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, st: [u32; 2], at: ChunkAt) -> Chunk {
+    unsafe fn a_chunk<const A_MN: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, st: HalfWords, at: ChunkAt) -> Chunk {
         let ChunkAt { k0, row, chunk } = at;
         // K-major: row = M row of the block, chunk along its columns (K). (The op's flags never
         // ask for MN-major.)
         let values = p.a_values as *const u16;
         let k = k0 + 8 * chunk;
         let blk = if FORM == 1 {
-            // Chunks 0-1 in the first half, 2-3 in the second (a select, not an index: a
-            // variable index puts `st` in local memory).
-            if chunk < 2 { st[0] } else { st[1] }
+            // Chunks 0-1 in the first half, 2-3 in the second.
+            st.half(chunk >= 2)
         } else {
             unsafe { it.word_at(p, k, 0) }
         };
@@ -163,31 +206,31 @@ impl PortableOp for Spgemm {
     /// lies in one record, and each thread loads one column chunk ([`marked_b_chunk`]) on every
     /// row it copies, so it reads its B block once per half instead of once per chunk.
     #[inline(always)]
-    unsafe fn b_stage<const B_K: bool>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, k0: u32) -> ([u32; 2], u32) {
+    unsafe fn b_stage<const B_K: bool>(p: &SpgemmParams, it: &PortableItem, t: MmaTile, k0: u32) -> (HalfWords, u32) {
         if B_K || t.ks != 32 {
-            return ([NO_BLOCK; 2], 0);
+            return (HalfWords::default(), 0);
         }
         let w = 1 + ((8 * marked_b_chunk(t)) >> p.bn_log2);
-        unsafe { ([it.word_at(p, k0, w), it.word_at(p, k0 + 16, w)], 1) }
+        unsafe { (it.half_words(p, k0, w), 1) }
     }
 
     /// Form 1: where the half's record has a B block at the thread's columns (a granule's two
     /// chunks lie in one block, blocks being at least 16 wide). Form 0 copies every chunk.
     #[inline(always)]
-    fn b_present(st: [u32; 2], form: u32, h: u32) -> bool {
-        form != 1 || (if h == 0 { st[0] } else { st[1] }) != NO_BLOCK
+    fn b_present(st: HalfWords, form: u32, h: u32) -> bool {
+        form != 1 || st.half(h != 0) != NO_BLOCK
     }
 
     #[inline(always)]
-    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, st: [u32; 2], at: ChunkAt) -> Chunk {
+    unsafe fn b_chunk<const B_K: bool, const FORM: u32>(p: &SpgemmParams, it: &PortableItem, st: HalfWords, at: ChunkAt) -> Chunk {
         let ChunkAt { k0, row, chunk } = at;
         // MN-major: row = K row, chunk along the tile's columns; column block j of the tile is
         // the record's word 1 + j. (The op's flags never ask for K-major.)
         let values = p.b_values as *const u16;
         if FORM == 1 {
-            // The half's block (a select, not an index), at K row `row` of the stage. An absent
-            // block's chunks are not copied: no warp reads its granule (`b_present`).
-            let blk = if row < 16 { st[0] } else { st[1] };
+            // The half's block, at K row `row` of the stage. An absent block's chunks are not
+            // copied: no warp reads its granule (`b_present`).
+            let blk = st.half(row >= 16);
             let kin = (k0 + row) & ((1 << p.bk_log2) - 1);
             let at = b_offset(p, it.item.batch, blk, kin, (8 * chunk) & ((1 << p.bn_log2) - 1));
             return Chunk::IfPresent(values.wrapping_add(at) as *const u8, blk != NO_BLOCK);
