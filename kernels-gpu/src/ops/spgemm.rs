@@ -143,11 +143,11 @@ impl HalfWords {
 impl PortableOp for Spgemm {
     type Params = SpgemmParams;
     type Item = PortableItem;
-    /// Per 16-row half of a 32-deep stage: the A block of its record ([`NO_BLOCK`] past the
-    /// item's last record).
+    /// Per 16-row half of a 32-deep stage, its record's A block as read ([`HalfWords::half`]:
+    /// [`NO_BLOCK`] past the item's last record).
     type AStage = HalfWords;
-    /// Per 16-row half of a 32-deep stage: the B block its record meets at the thread's column
-    /// chunk ([`marked_b_chunk`]), or [`NO_BLOCK`] (none there, or past the item's last record).
+    /// Per 16-row half: the B block its record meets at the thread's column chunk
+    /// ([`marked_b_chunk`]), as read (`half`: [`NO_BLOCK`] where none, or past the last record).
     type BStage = HalfWords;
 
     /// The tile's columns are those of `tn / bn` B blocks, most of them absent where B is
