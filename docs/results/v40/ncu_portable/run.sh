@@ -5,7 +5,8 @@
 set -uo pipefail
 # shellcheck source=tools/device-prelude.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../../../tools/device-prelude.sh"
-XTASK=target/old/xtask
+# (XTASK_NCU: the binary profiled; ../ncu_portable_after/ ran this with v40's.)
+XTASK="${XTASK_NCU:-target/old/xtask}"
 S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section SchedulerStats --section SourceCounters"
 for b in 16 32; do
     step "ncu_p$b" timeout 200 ncu --clock-control none -k "regex:spgemm_mma_f16_t${b}_" -c 1 $S -o "$OUT/p$b" \

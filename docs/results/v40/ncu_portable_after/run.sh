@@ -1,19 +1,4 @@
 #!/usr/bin/env bash
-# v40: where the portable BSR × BSR kernel waits: ncu warp sampling per SASS line of one launch
-# each of the 16×16 and 32×32 uniform 12.5 % × 12.5 % cases (C dense, the first launch of
-# each block size's run), v40's binary.
-set -uo pipefail
-# shellcheck source=tools/device-prelude.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../../../tools/device-prelude.sh"
-XTASK=target/release/xtask
-S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section SchedulerStats --section SourceCounters"
-for b in 16 32; do
-    step "ncu_p$b" timeout 200 ncu --clock-control none -k "regex:spgemm_mma_f16_t${b}_" -c 1 $S -o "$OUT/p$b" \
-        "$XTASK" bench --no-plain --spgemm --spgemm-blocks "$b" --warmup-ms 0 --timed-ms 0 --reps 2 --seed 777
-    ncu -i "$OUT/p$b.ncu-rep" --page source --print-source sass --csv > "$OUT/p${b}_sass.csv" 2>&1
-    ncu -i "$OUT/p$b.ncu-rep" --page details > "$OUT/p${b}_details.txt" 2>&1
-    gzip -f "$OUT/p${b}_sass.csv"
-done
-tar czf "$OUT/logs.tgz" -C "$LOGS" .
-cat "$LOGS/summary.txt"
-grep -E "Duration|Throughput|Warp Cycles Per Issued|Issued Warp|No Eligible|Active Warps" "$OUT/p16_details.txt" | head -30
+# v40: ../ncu_portable/run.sh on v40's binary (the words read unconditionally): the same two
+# launches, the profile after the change.
+XTASK_NCU=target/release/xtask exec bash "$(dirname "${BASH_SOURCE[0]}")/../ncu_portable/run.sh"
