@@ -1,26 +1,10 @@
 #!/usr/bin/env bash
 # v39: BSR × BSR on the portable tiles, the warps passing over the absent B blocks (B marks)
 #
-# validate on both paths, memcheck of the SpGEMM cases on the portable module (sm_80 cubin) and
-# on the Hopper path (its 16/32-row blocks run the sm_90a portable cubin), and the 16×16 and
-# 32×32 SpGEMM bench (2 s warm-ups) with v38's binary (OLD_XTASK) and this one. (The SpMM
-# portable module's SASS is v38's, instruction for instruction; SDDMM's differs by the order of
-# 48 instructions.)
-set -uo pipefail
-# shellcheck source=tools/device-prelude.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../../../../tools/device-prelude.sh"
-OLD="${OLD_XTASK:-target/old/xtask}"
-# `run.sh 1` validates, `run.sh 2` times, `run.sh all` both (about 8.5 minutes).
-if [[ "${1:-all}" != 2 ]]; then
-step val_hopper "$XTASK" validate --path hopper --no-examples
-step val_portable "$XTASK" validate --path portable --no-examples
-step memcheck_portable timeout 170 compute-sanitizer --tool memcheck --print-limit 20 "$XTASK" validate --path portable --no-examples --filter "spgemm"
-fi
-if [[ "${1:-all}" != 1 ]]; then
-step bench_old "$OLD" bench --no-plain --spgemm --spgemm-blocks 16,32 --seed 777 --warmup-ms 2000 --json "$LOGS/bench_old.json"
-step bench_new "$XTASK" bench --no-plain --spgemm --spgemm-blocks 16,32 --seed 777 --warmup-ms 2000 --json "$LOGS/bench_new.json"
-step memcheck_hopper timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$XTASK" validate --path hopper --no-examples --filter "spgemm"
-fi
-tar czf "$OUT/logs.tgz" -C "$LOGS" .
-cat "$LOGS/summary.txt"
-for f in bench_old bench_new; do echo "== $f"; grep -E "^(uniform|top16|banded|dense)" "$LOGS/$f.log" | cut -c1-150; done
+# ../ahead/run.sh without its SpMM timing: validate on both paths, memcheck of the SpGEMM cases
+# on the portable module (sm_80 cubin) and on the Hopper path (its 16/32-row blocks run the
+# sm_90a portable cubin), and the 16×16 and 32×32 SpGEMM bench (2 s warm-ups) with v38's binary
+# (OLD_XTASK) and this one; `run.sh 1` validates, `run.sh 2` times (about 8.5 minutes in all).
+# (The SpMM portable module's SASS is v38's, instruction for instruction; SDDMM's differs by the
+# order of 48 instructions.)
+NO_SPMM=1 exec bash "$(dirname "${BASH_SOURCE[0]}")/../ahead/run.sh" "$@"
