@@ -868,10 +868,11 @@ impl Context {
     /// matrices with these patterns.
     ///
     /// Non-finite values: a Hopper tile (sm_90, bm 64 or 128, bk and bn multiples of 64)
-    /// multiplies each A block of its records against every column block of the tile, with zeros where the two do not
-    /// pair, so an Inf or NaN in one operand block can make NaN (0 · Inf) in other C blocks of
-    /// the same tile. The `mma.sync` tiles (the other shapes, and every shape on other GPUs)
-    /// multiply only the pairs. With finite inputs the result is the plain sum over pairs.
+    /// multiplies each A block of its records against every column block of the tile, with
+    /// zeros where the two do not pair, so an Inf or NaN in one operand block can make NaN
+    /// (0 · Inf) in other C blocks of the same tile. The `mma.sync` tiles (the other shapes, and
+    /// every shape on other GPUs) multiply only the pairs. With finite inputs the result is the
+    /// plain sum over pairs.
     pub fn plan_spgemm<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: SpgemmOutput) -> Result<SpgemmPlan> {
         self.plan_spgemm_with(a, b, out, &PlanOptions::default())
     }
