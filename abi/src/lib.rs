@@ -147,6 +147,21 @@ impl MmaTile {
     pub const fn smem_bytes(&self) -> u32 {
         self.cache_offset() + MAX_ITEM_BLOCKS * 8
     }
+    /// Whether an op that marks absent B (BSR × BSR) runs this tile with a ring per warp: tiles
+    /// of one warp row (whose warps share only the A slice) and at least 32 rows. Each warp then
+    /// copies its own A slice beside its B columns and passes over the stages where none of its
+    /// columns holds a block, with no block barrier between the warps. On the 16-row tile the
+    /// copies of A per warp cost more than the barrier: 1.28× slower at 16×16 blocks, 50 % ×
+    /// 50 %, against 1.35× faster at 32×32, 12.5 % (perf notes v41).
+    pub const fn warp_rings(&self) -> bool {
+        self.warps_m == 1 && self.tm >= 32
+    }
+    /// Dynamic shared memory of a thread block with [`MmaTile::warp_rings`]: `A rings (warps,
+    /// stages, A stage) | B ring (stages, B stage)` (each warp uses its own 64 columns of the B
+    /// ring's slots), no block cache.
+    pub const fn warp_rings_smem_bytes(&self) -> u32 {
+        self.stages * (self.warps_n * self.a_stage_bytes() + self.b_stage_bytes())
+    }
     /// Compile-time validity: evaluated in a `const` item for every tile in [`MMA_TILES`].
     /// Either operand may lie K-major or MN-major, so both the `(rows, ks)` and the `(ks, rows)`
     /// shapes of each stage must split evenly into 16-byte chunks over the threads.
@@ -165,6 +180,7 @@ impl MmaTile {
             && b_chunks.is_multiple_of(t)
             && t <= 1024
             && self.smem_bytes() <= SM80_MAX_DYNAMIC_SMEM
+            && (!self.warp_rings() || self.warp_rings_smem_bytes() <= SM80_MAX_DYNAMIC_SMEM)
             // At least the 64 registers per thread the fragments and addresses need.
             && self.blocks_per_sm >= 1
             && t * self.blocks_per_sm * 64 <= SM90_REGISTERS

@@ -36,6 +36,14 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
+/// Warp barrier (`bar.warp.sync`): orders the shared-memory accesses of the warp's threads
+/// before it against those after it (`__syncwarp`).
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: every call site is warp-uniform, all 32 lanes arrive (the full member mask).
+    unsafe { asm!("bar.warp.sync -1;", options(nostack)) }
+}
+
 /// Asynchronous 16-byte global → shared copy; bytes past `src_bytes` (0..=16) are zero-filled
 /// and not read.
 #[inline(always)]

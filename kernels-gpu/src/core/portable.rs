@@ -21,6 +21,10 @@
 //! fragments and `mma.sync`s of the others. The kernel is issue-bound there, so what counts is
 //! the instructions passed over, not the tensor work.
 //!
+//! Warp rings ([`MmaTile::warp_rings`], with absent B): the warps of a tile of one warp row share
+//! only its A slice, so each warp runs a ring of its own ([`warp_mainloop`]), copying its own A
+//! slice beside its B columns, only for the stages where one of its columns holds a block.
+//!
 //! Ring bookkeeping: stage `t` lives in slot `t % stages`. Before computing stage `t`, every
 //! thread waits for its own copies of stage `t` (at most `stages - 2` newer groups in flight)
 //! and the block barrier makes all threads' copies visible. The same barrier proves that every
@@ -34,7 +38,7 @@ use crate::core::smem::SmemTile;
 use crate::dtype::{Input, Output};
 use crate::ptx::{
     ballot, cp_async_16, cp_async_16_if, cp_async_16_or_zeros, cp_async_commit, cp_async_wait, ld_shared_u32, ldmatrix_x4,
-    ldmatrix_x4_trans, smem_base, st_shared_u32, sync_threads, thread_idx,
+    ldmatrix_x4_trans, smem_base, st_shared_u32, sync_threads, sync_warp, thread_idx,
 };
 
 /// n8 fragments per warp along N.
@@ -211,6 +215,14 @@ const _: () = {
     }
     // A warp's four 16-column granules are one 32-bit word of the marks, one chunk pair each.
     assert!(WARP_N == 64);
+    // Warp rings: each lane copies whole rounds of its warp's A slice, and the marks of the
+    // groups in flight (a byte each) fit one word.
+    let mut i = 0;
+    while i < MMA_TILES.len() {
+        let t = MMA_TILES[i];
+        assert!(!t.warp_rings() || ((t.tm * t.ks / 8).is_multiple_of(32) && t.stages <= 5));
+        i += 1;
+    }
 };
 
 /// With [`PortableOp::B_MARKS`]: the B column chunk (of 8 elements) the calling thread loads, on
@@ -269,7 +281,8 @@ pub unsafe fn run<Op: PortableOp, I: Input, O: Output, const TILE: usize>(p: &Op
 
 /// The ring over `n_k` stages for one operand layout: cp.async loads of each stage's chunks
 /// (as the op maps them), then the warp's `(16 · MI, 64)` share of each stage on the tensor
-/// cores.
+/// cores. With [`PortableOp::B_MARKS`] on a tile of [`MmaTile::warp_rings`], each warp runs its
+/// own ring ([`warp_mainloop`]).
 #[inline(always)]
 unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     p: &Op::Params,
@@ -279,10 +292,13 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     n_k: u32,
     w: WarpTile,
 ) -> Acc {
+    if Op::B_MARKS && t.warp_rings() {
+        return unsafe { warp_mainloop::<Op, I, A_MN, B_K>(p, it, t, smem, n_k, w) };
+    }
     let threads = t.threads();
     let tid = thread_idx();
     // Stage layouts: (rows, 16-byte chunks per row) of A and B.
-    let (a_rows, a_rc) = if A_MN { (t.ks, t.tm / 8) } else { (t.tm, t.ks / 8) };
+    let (a_rows, a_rc) = a_layout::<A_MN>(t);
     let (b_rows, b_rc) = if B_K { (t.tn, t.ks / 8) } else { (t.ks, t.tn / 8) };
     let a_ring = SmemTile { base: smem, row_chunks: a_rc };
     let b_ring = SmemTile { base: smem + t.stages * t.a_stage_bytes(), row_chunks: b_rc };
@@ -332,41 +348,19 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
             None => unsafe { Op::b_stage::<B_K>(p, it, t, k0) },
         };
         if Op::B_MARKS {
-            // The warp's own columns (chunk `c`), K rows `row0 ..` (lane l: rows `l / 8 + 4 i`).
+            // The warp's own columns, K rows `row0 ..` of the stage.
             let rows = t.ks / t.warps_m;
             let row0 = (w.row0 / t.warp_m()) * rows;
-            let c = marked_b_chunk(t);
-            // Per half, which of the warp's lanes hold data (lanes 0-7: chunks 0-7).
-            let held = [ballot(Op::b_present(st, form, 0) as u32), ballot(Op::b_present(st, form, 1) as u32)];
-            macro_rules! load_b_marked {
-                ($form:literal) => {{
-                    let mut i = 0;
-                    while i < rows / 4 {
-                        // Four rows at a time, inside one half (a select: an index would put
-                        // `held` in local memory).
-                        let any = if row0 + 4 * i < 16 { held[0] } else { held[1] };
-                        if any != 0 {
-                            let row = row0 + 4 * i + w.lane / 8;
-                            unsafe {
-                                Op::b_chunk::<B_K, $form>(p, it, st, ChunkAt { k0, row, chunk: c }).copy_to(b_slot.chunk_addr(row, c))
-                            };
-                        }
-                        i += 1;
-                    }
-                }};
-            }
-            match form {
-                1 => load_b_marked!(1),
-                _ => load_b_marked!(0),
-            }
+            let held = held_halves::<Op>(st, form);
+            unsafe { load_marked_b::<Op, B_K>(p, it, t, st, form, k0, b_slot, row0, rows, w.lane, held) };
             // The marks of the halves the warp's rows begin: granule g (chunks 2g, 2g + 1) from
             // lane 2g's vote, byte g of the warp's word.
             if w.lane == 0 {
-                let word = |v: u32| (v & 1) | ((v >> 2) & 1) << 8 | ((v >> 4) & 1) << 16 | ((v >> 6) & 1) << 24;
                 let mut h = 0;
                 while h < 2 {
                     if row0 <= 16 * h && 16 * h < row0 + rows {
-                        unsafe { st_shared_u32(marks(slot) + h * (t.tn / 16) + w.col0 / 16, word(if h == 0 { held[0] } else { held[1] })) };
+                        let word = spread_granules(granule_bits(if h == 0 { held[0] } else { held[1] }));
+                        unsafe { st_shared_u32(marks(slot) + h * (t.tn / 16) + w.col0 / 16, word) };
                     }
                     h += 1;
                 }
@@ -392,81 +386,7 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
         }
     };
 
-    // ---- compute: the warp's (16 · MI, 64) sub-tile over one slot ----
     let mut acc: Acc = [[[0.0; 4]; NJ]; 4];
-    let lane = w.lane;
-    let compute = |acc: &mut Acc, slot: u32| {
-        let a_slot = a_ring.offset(slot * t.a_stage_bytes());
-        let b_slot = b_ring.offset(slot * t.b_stage_bytes());
-        let mut kk = 0;
-        while kk < t.ks / 16 {
-            // Which of the warp's four 16-column granules hold data in these 16 K rows: byte j
-            // for granule j (n8 groups 2j, 2j + 1); all of them unless the op marks B.
-            // SAFETY: the slot's marks, written before the barrier that opened this stage.
-            let present = if Op::B_MARKS { unsafe { ld_shared_u32(marks(slot) + kk * (t.tn / 16) + w.col0 / 16) } } else { u32::MAX };
-            // The warp passes over the halves where all four are absent, and over each absent
-            // granule (whose chunks were not copied).
-            let has = |j: usize| (present >> (8 * j)) & 0xff != 0;
-            if present == 0 {
-                kk += 1;
-                continue;
-            }
-            // A fragments (16 rows × k16 each): matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15).
-            let mut af = [[0u32; 4]; 4];
-            let mut i = 0;
-            while i < w.mi {
-                let m = w.row0 + 16 * i as u32;
-                af[i] = unsafe {
-                    if A_MN {
-                        // Lane l addresses K row (l / 16)·8 + l % 8 of M chunk (l / 8) % 2.
-                        ldmatrix_x4_trans(a_slot.chunk_addr(16 * kk + 8 * (lane / 16) + lane % 8, m / 8 + (lane / 8) % 2))
-                    } else {
-                        // Lane l addresses M row l % 16 at K chunk l / 16.
-                        ldmatrix_x4(a_slot.chunk_addr(m + lane % 16, 2 * kk + lane / 16))
-                    }
-                };
-                i += 1;
-            }
-            // B fragments, two n8 groups per ldmatrix: (k 0-7 | 8-15) × (group j | j + 1).
-            if Op::B_MARKS {
-                // Granule by granule, each present one's fragment and its MMAs (one fragment
-                // live at a time: all four with the branches spilled on the 32-row and larger
-                // tiles).
-                let mut j = 0;
-                while j < NJ / 2 {
-                    if has(j) {
-                        let bf = unsafe { b_fragment::<B_K>(b_slot, w.col0, kk, j as u32, lane) };
-                        let mut i = 0;
-                        while i < w.mi {
-                            I::mma(&mut acc[i][2 * j], &af[i], bf[0], bf[1]);
-                            I::mma(&mut acc[i][2 * j + 1], &af[i], bf[2], bf[3]);
-                            i += 1;
-                        }
-                    }
-                    j += 1;
-                }
-            } else {
-                let mut bf = [[0u32; 4]; NJ / 2];
-                let mut j = 0;
-                while j < NJ / 2 {
-                    bf[j] = unsafe { b_fragment::<B_K>(b_slot, w.col0, kk, j as u32, lane) };
-                    j += 1;
-                }
-                let mut i = 0;
-                while i < w.mi {
-                    let mut j = 0;
-                    while j < NJ / 2 {
-                        I::mma(&mut acc[i][2 * j], &af[i], bf[j][0], bf[j][1]);
-                        I::mma(&mut acc[i][2 * j + 1], &af[i], bf[j][2], bf[j][3]);
-                        j += 1;
-                    }
-                    i += 1;
-                }
-            }
-            kk += 1;
-        }
-    };
-
     // Prologue: fill stages - 1 slots. A group is committed even when empty so that the wait
     // count below always refers to the right stage.
     let mut s = 0;
@@ -492,7 +412,20 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
             }
         }
         cp_async_commit();
-        compute(&mut acc, read.slot);
+        let slot = read.slot;
+        // Which of the warp's granules hold data, per 16 K rows: all unless the op marks B.
+        // SAFETY: the slot's marks, written before the barrier that opened this stage.
+        let present = |kk: u32| if Op::B_MARKS { unsafe { ld_shared_u32(marks(slot) + kk * (t.tn / 16) + w.col0 / 16) } } else { u32::MAX };
+        unsafe {
+            compute::<Op, I, A_MN, B_K>(
+                &mut acc,
+                a_ring.offset(slot * t.a_stage_bytes()),
+                b_ring.offset(slot * t.b_stage_bytes()),
+                t,
+                w,
+                present,
+            )
+        };
         read.advance();
         write.advance();
         st += 1;
@@ -501,4 +434,286 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     // block never exits with copies outstanding.
     cp_async_wait(0);
     acc
+}
+
+/// The ring of one warp ([`MmaTile::warp_rings`], with [`PortableOp::B_MARKS`]): the warp copies
+/// the stages where one of its B granules holds data, and only those (A slice and own B columns),
+/// into its own slots (`A rings (warps, stages, A stage) | B ring (stages, B stage)`, its 64
+/// columns of each B slot), and computes them; no block barrier. Its A copy loop stays apart from
+/// the block ring's: as one function the 32-row tile ran 12 % slower (perf notes v41).
+///
+/// Ring bookkeeping: the warp's `g`-th copy group (a stage found live, or an empty group once
+/// the item has no more) lives in slot `g % stages`. Each thread waits for its own copies of the
+/// group it computes (at most `stages - 2` newer groups in flight), and the warp barrier makes
+/// the lanes' copies visible to each other and proves that every lane has finished the slot the
+/// next copies overwrite (the one computed the iteration before).
+#[inline(always)]
+unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
+    p: &Op::Params,
+    it: &Op::Item,
+    t: MmaTile,
+    smem: u32,
+    n_k: u32,
+    w: WarpTile,
+) -> Acc {
+    let (a_rows, a_rc) = a_layout::<A_MN>(t);
+    let warp = thread_idx() / 32;
+    // (stages, A stage) of this warp; (stages, B stage) shared by the warps, 64 columns each.
+    let a_ring = SmemTile { base: smem + warp * t.stages * t.a_stage_bytes(), row_chunks: a_rc };
+    let b_ring = SmemTile { base: smem + t.warps_n * t.stages * t.a_stage_bytes(), row_chunks: t.tn / 8 };
+
+    // The scan, a window of `LOOK` stages at a time: lane `l` looks at stage `base + l / 8` for
+    // its column chunk `l % 8` (the chunk it copies, [`marked_b_chunk`]: 8 per warp). `window`: byte `g`, the
+    // marks (bit `4 h + g'`: granule `g'` in half `h`) of stage `base + g` not yet copied;
+    // `ahead`: the B stage each lane looks at in the next window, `next` (read one window early,
+    // as `STAGE_AHEAD` asks; held to the item's last stage, whose votes are then dropped).
+    const LOOK: u32 = 32 / (WARP_N / 8);
+    let look = |first: u32| unsafe { Op::b_stage::<B_K>(p, it, t, (first + w.lane / 8).min(n_k.max(1) - 1) * t.ks) };
+    let mut base = 0;
+    let mut window = 0u32;
+    let mut next = 0;
+    let mut ahead = if n_k > 0 { look(0) } else { Default::default() };
+    // Copies the warp's next stage with a granule that holds data into `slot`; returns its marks,
+    // 0 where the item has none left.
+    let mut load_next = |slot: u32| -> u32 {
+        while window == 0 {
+            if next >= n_k {
+                return 0;
+            }
+            let (sb, b_form) = ahead;
+            let here = next + w.lane / 8 < n_k;
+            let held = [ballot((here && Op::b_present(sb, b_form, 0)) as u32), ballot((here && Op::b_present(sb, b_form, 1)) as u32)];
+            base = next;
+            next += LOOK;
+            if next < n_k {
+                ahead = look(next);
+            }
+            let mut g = 0;
+            while g < LOOK {
+                window |= (granule_bits(held[0] >> (8 * g)) | granule_bits(held[1] >> (8 * g)) << 4) << (8 * g);
+                g += 1;
+            }
+        }
+        let g = window.trailing_zeros() / 8;
+        let m = (window >> (8 * g)) & 0xff;
+        window &= !(0xff << (8 * g));
+        let k0 = (base + g) * t.ks;
+        // The stage's words again (from L1: the scan read them).
+        let ((sa, a_form), (sb, b_form)) = unsafe { (Op::a_stage::<A_MN>(p, it, t, k0), Op::b_stage::<B_K>(p, it, t, k0)) };
+        let a_slot = a_ring.offset(slot * t.a_stage_bytes());
+        // The A chunks of the halves the warp multiplies (a half of 16 K rows: K chunks 2h,
+        // 2h + 1 of a K-major row, rows 16h .. of an MN-major slice).
+        macro_rules! load_a {
+            ($form:literal) => {{
+                let mut i = 0;
+                while i < a_rows * a_rc / 32 {
+                    let idx = w.lane + 32 * i;
+                    let (r, c) = (idx / a_rc, idx % a_rc);
+                    let h = if A_MN { r / 16 } else { c / 2 };
+                    if (m >> (4 * h)) & 0xf != 0 {
+                        unsafe { Op::a_chunk::<A_MN, $form>(p, it, sa, ChunkAt { k0, row: r, chunk: c }).copy_to(a_slot.chunk_addr(r, c)) };
+                    }
+                    i += 1;
+                }
+            }};
+        }
+        match a_form {
+            1 => load_a!(1),
+            _ => load_a!(0),
+        }
+        let b_slot = b_ring.offset(slot * t.b_stage_bytes());
+        unsafe { load_marked_b::<Op, B_K>(p, it, t, sb, b_form, k0, b_slot, 0, t.ks, w.lane, [m & 0xf, m >> 4]) };
+        m
+    };
+
+    let mut acc: Acc = [[[0.0; 4]; NJ]; 4];
+    // Marks of the groups in flight, the newest in the low byte (`stages - 1` of them).
+    let mut queue = 0u32;
+    let oldest = 8 * (t.stages - 2);
+    let in_flight = u32::MAX >> (32 - 8 * (t.stages - 1));
+    let mut read = PipelineState::new(t.stages);
+    let mut write = PipelineState::new(t.stages);
+    // Group `g`: the first `stages - 1` fill the ring; from then on each iteration computes the
+    // oldest group in flight and copies one more (one call site of the copies, so that they
+    // inline).
+    let mut g = 0;
+    loop {
+        let fill = g < t.stages - 1;
+        // The oldest group in flight; empty only once the scan has ended (so are the newer ones).
+        let m = (queue >> oldest) & 0xff;
+        if !fill {
+            if m == 0 {
+                break;
+            }
+            cp_async_wait(t.stages - 2);
+            sync_warp();
+        }
+        queue = (queue << 8 | load_next(write.slot)) & in_flight;
+        cp_async_commit();
+        write.advance();
+        if !fill {
+            let slot = read.slot;
+            // Granule g's byte of the half's word, as the block ring's marks.
+            let present = |kk: u32| spread_granules((m >> (4 * kk)) & 0xf);
+            unsafe {
+                compute::<Op, I, A_MN, B_K>(
+                    &mut acc,
+                    a_ring.offset(slot * t.a_stage_bytes()),
+                    b_ring.offset(slot * t.b_stage_bytes()),
+                    t,
+                    w,
+                    present,
+                )
+            };
+            read.advance();
+        }
+        g += 1;
+    }
+    cp_async_wait(0);
+    acc
+}
+
+/// `(rows, 16-byte chunks per row)` of an A stage: rows along M (K-major) or along K.
+#[inline(always)]
+const fn a_layout<const A_MN: bool>(t: MmaTile) -> (u32, u32) {
+    if A_MN { (t.ks, t.tm / 8) } else { (t.tm, t.ks / 8) }
+}
+
+/// With [`PortableOp::B_MARKS`]: per 16-deep half of the stage, the warp's votes of
+/// [`PortableOp::b_present`] (lane `l` for its column chunk `l % 8`).
+#[inline(always)]
+fn held_halves<Op: PortableOp>(st: Op::BStage, form: u32) -> [u32; 2] {
+    [ballot(Op::b_present(st, form, 0) as u32), ballot(Op::b_present(st, form, 1) as u32)]
+}
+
+/// Bit `g` for the warp's 16-column granule `g` (chunks `2g`, `2g + 1`) from the votes of lanes
+/// `2g` ([`held_halves`]).
+#[inline(always)]
+fn granule_bits(v: u32) -> u32 {
+    (v & 1) | ((v >> 1) & 2) | ((v >> 2) & 4) | ((v >> 3) & 8)
+}
+
+/// Granule bits as the marks' word: byte `g` non-zero for granule `g`.
+#[inline(always)]
+fn spread_granules(g: u32) -> u32 {
+    (g & 1) | (g & 2) << 7 | (g & 4) << 14 | (g & 8) << 21
+}
+
+/// With [`PortableOp::B_MARKS`]: the warp's copies of its own B column chunk
+/// ([`marked_b_chunk`]) on K rows `row0 .. row0 + rows` of the stage at `k0` (lane `l`: rows
+/// `row0 + l / 8 + 4 i`), four rows at a time, passing over the halves whose votes `held` are
+/// all zero.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn load_marked_b<Op: PortableOp, const B_K: bool>(
+    p: &Op::Params,
+    it: &Op::Item,
+    t: MmaTile,
+    st: Op::BStage,
+    form: u32,
+    k0: u32,
+    b_slot: SmemTile,
+    row0: u32,
+    rows: u32,
+    lane: u32,
+    held: [u32; 2],
+) {
+    let c = marked_b_chunk(t);
+    macro_rules! load_b_marked {
+        ($form:literal) => {{
+            let mut i = 0;
+            while i < rows / 4 {
+                // Four rows at a time, inside one half (a select: an index would put `held` in
+                // local memory).
+                let any = if row0 + 4 * i < 16 { held[0] } else { held[1] };
+                if any != 0 {
+                    let row = row0 + 4 * i + lane / 8;
+                    unsafe { Op::b_chunk::<B_K, $form>(p, it, st, ChunkAt { k0, row, chunk: c }).copy_to(b_slot.chunk_addr(row, c)) };
+                }
+                i += 1;
+            }
+        }};
+    }
+    match form {
+        1 => load_b_marked!(1),
+        _ => load_b_marked!(0),
+    }
+}
+
+/// The warp's `(16 · MI, 64)` sub-tile over one ring slot (`a_slot`, `b_slot`): `present(kk)`
+/// says which of the warp's four 16-column granules hold data in K rows `16 kk ..` (byte `j`
+/// for granule `j`: n8 groups `2j`, `2j + 1`), `u32::MAX` where the op does not mark B.
+#[inline(always)]
+unsafe fn compute<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
+    acc: &mut Acc,
+    a_slot: SmemTile,
+    b_slot: SmemTile,
+    t: MmaTile,
+    w: WarpTile,
+    present: impl Fn(u32) -> u32,
+) {
+    let lane = w.lane;
+    let mut kk = 0;
+    while kk < t.ks / 16 {
+        let present = present(kk);
+        // The warp passes over the halves where all four are absent, and over each absent
+        // granule (whose chunks were not copied).
+        let has = |j: usize| (present >> (8 * j)) & 0xff != 0;
+        if present == 0 {
+            kk += 1;
+            continue;
+        }
+        // A fragments (16 rows × k16 each): matrices (rows 0-7 | 8-15) × (k 0-7 | 8-15).
+        let mut af = [[0u32; 4]; 4];
+        let mut i = 0;
+        while i < w.mi {
+            let m = w.row0 + 16 * i as u32;
+            af[i] = unsafe {
+                if A_MN {
+                    // Lane l addresses K row (l / 16)·8 + l % 8 of M chunk (l / 8) % 2.
+                    ldmatrix_x4_trans(a_slot.chunk_addr(16 * kk + 8 * (lane / 16) + lane % 8, m / 8 + (lane / 8) % 2))
+                } else {
+                    // Lane l addresses M row l % 16 at K chunk l / 16.
+                    ldmatrix_x4(a_slot.chunk_addr(m + lane % 16, 2 * kk + lane / 16))
+                }
+            };
+            i += 1;
+        }
+        // B fragments, two n8 groups per ldmatrix: (k 0-7 | 8-15) × (group j | j + 1).
+        if Op::B_MARKS {
+            // Granule by granule, each present one's fragment and its MMAs (one fragment live at
+            // a time: all four with the branches spilled on the 32-row and larger tiles).
+            let mut j = 0;
+            while j < NJ / 2 {
+                if has(j) {
+                    let bf = unsafe { b_fragment::<B_K>(b_slot, w.col0, kk, j as u32, lane) };
+                    let mut i = 0;
+                    while i < w.mi {
+                        I::mma(&mut acc[i][2 * j], &af[i], bf[0], bf[1]);
+                        I::mma(&mut acc[i][2 * j + 1], &af[i], bf[2], bf[3]);
+                        i += 1;
+                    }
+                }
+                j += 1;
+            }
+        } else {
+            let mut bf = [[0u32; 4]; NJ / 2];
+            let mut j = 0;
+            while j < NJ / 2 {
+                bf[j] = unsafe { b_fragment::<B_K>(b_slot, w.col0, kk, j as u32, lane) };
+                j += 1;
+            }
+            let mut i = 0;
+            while i < w.mi {
+                let mut j = 0;
+                while j < NJ / 2 {
+                    I::mma(&mut acc[i][2 * j], &af[i], bf[j][0], bf[j][1]);
+                    I::mma(&mut acc[i][2 * j + 1], &af[i], bf[j][2], bf[j][3]);
+                    j += 1;
+                }
+                i += 1;
+            }
+        }
+        kk += 1;
+    }
 }

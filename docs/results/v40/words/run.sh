@@ -8,8 +8,9 @@ set -uo pipefail
 # shellcheck source=tools/device-prelude.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../../../tools/device-prelude.sh"
 OLD="${OLD_XTASK:-target/old/xtask}"
-step val_hopper "$XTASK" validate --path hopper --no-examples
-step val_portable "$XTASK" validate --path portable --no-examples
+# VAL_FILTER (v41's warps/run.sh): validate only the cases it names.
+step val_hopper "$XTASK" validate --path hopper --no-examples ${VAL_FILTER:+--filter "$VAL_FILTER"}
+step val_portable "$XTASK" validate --path portable --no-examples ${VAL_FILTER:+--filter "$VAL_FILTER"}
 step memcheck_portable timeout 170 compute-sanitizer --tool memcheck --print-limit 20 "$XTASK" validate --path portable --no-examples --filter "spgemm"
 step memcheck_hopper timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$XTASK" validate --path hopper --no-examples --filter "spgemm"
 step bench_old "$OLD" bench --no-plain --spgemm --spgemm-blocks 16,32 --seed 777 --warmup-ms 2000 --json "$LOGS/bench_old.json"
