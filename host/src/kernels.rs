@@ -338,6 +338,25 @@ pub fn ptx_abi_hash(ptx: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// A portable kernel gets the shared memory its skeleton lays out: BSR × BSR on a tile with
+    /// warp rings an A ring per warp beside the B ring, every other one the block rings and
+    /// the block cache; and warp rings are the 32-row tile's alone (perf notes v41).
+    #[test]
+    fn portable_kernels_get_the_shared_memory_of_their_rings() {
+        for e in entries().into_iter().filter(|e| e.key.family == KernelFamily::Portable && e.key.op != OpKind::Fixup) {
+            let t = MMA_TILES[e.key.tile];
+            let (threads, smem) = launch_shape(&e.key);
+            assert_eq!(threads, t.threads(), "{}", e.name);
+            if e.key.op == OpKind::Spgemm && t.warp_rings() {
+                assert_eq!(smem, t.stages * (t.warps_n * t.a_stage_bytes() + t.b_stage_bytes()), "{}", e.name);
+            } else {
+                assert_eq!(smem, t.stages * (t.a_stage_bytes() + t.b_stage_bytes()) + blocksparse_abi::MAX_ITEM_BLOCKS * 8, "{}", e.name);
+            }
+        }
+        let warp_ring_rows: Vec<u32> = MMA_TILES.iter().filter(|t| t.warp_rings()).map(|t| t.tm).collect();
+        assert_eq!(warp_ring_rows, [32]);
+    }
+
     /// The committed PTX of every module carries the hash of the current `abi/src/lib.rs`:
     /// editing the ABI without `cargo xtask build-ptx` fails here.
     #[test]

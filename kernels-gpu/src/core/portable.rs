@@ -440,7 +440,7 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
 /// the stages where one of its B granules holds data, and only those (A slice and own B columns),
 /// into its own slots (`A rings (warps, stages, A stage) | B ring (stages, B stage)`, its 64
 /// columns of each B slot), and computes them; no block barrier. Its A copy loop stays apart from
-/// the block ring's: as one function the 32-row tile ran 12 % slower (perf notes v41).
+/// the block ring's: merged (with another change) the 32-row tile ran slower (perf notes v41).
 ///
 /// Ring bookkeeping: the warp's `g`-th copy group (a stage found live, or an empty group once
 /// the item has no more) lives in slot `g % stages`. Each thread waits for its own copies of the
@@ -498,7 +498,7 @@ unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: b
         let m = (window >> (8 * g)) & 0xff;
         window &= !(0xff << (8 * g));
         let k0 = (base + g) * t.ks;
-        // The stage's words again (from L1: the scan read them).
+        // The stage's words again (likely from L1: the scan read B's words of the record).
         let ((sa, a_form), (sb, b_form)) = unsafe { (Op::a_stage::<A_MN>(p, it, t, k0), Op::b_stage::<B_K>(p, it, t, k0)) };
         let a_slot = a_ring.offset(slot * t.a_stage_bytes());
         // The A chunks of the halves the warp multiplies (a half of 16 K rows: K chunks 2h,
