@@ -463,10 +463,10 @@ unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: b
     let b_ring = SmemTile { base: smem + t.warps_n * t.stages * t.a_stage_bytes(), row_chunks: t.tn / 8 };
 
     // The scan, a window of `LOOK` stages at a time: lane `l` looks at stage `base + l / 8` for
-    // its column chunk `l % 8` (the chunk it copies, [`marked_b_chunk`]: 8 per warp). `window`: byte `g`, the
-    // marks (bit `4 h + g'`: granule `g'` in half `h`) of stage `base + g` not yet copied;
-    // `ahead`: the B stage each lane looks at in the next window, `next` (read one window early,
-    // as `STAGE_AHEAD` asks; held to the item's last stage, whose votes are then dropped).
+    // its column chunk `l % 8` (the chunk it copies, [`marked_b_chunk`]: 8 per warp). `window`:
+    // byte `g`, the marks (bit `4 h + g'`: granule `g'` in half `h`) of stage `base + g` not yet
+    // copied; `ahead`: the B stage each lane looks at in the next window, `next` (read one window
+    // early, as `STAGE_AHEAD` asks; held to the item's last stage, whose votes are then dropped).
     const LOOK: u32 = 32 / (WARP_N / 8);
     let look = |first: u32| unsafe { Op::b_stage::<B_K>(p, it, t, (first + w.lane / 8).min(n_k.max(1) - 1) * t.ks) };
     let mut base = 0;
