@@ -5,10 +5,11 @@
 set -uo pipefail
 # shellcheck source=tools/device-prelude.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../../../tools/device-prelude.sh"
-# (XTASK_NCU: the binary profiled; ../ncu_portable_after/ ran this with v40's.)
+# (XTASK_NCU: the binary profiled; ../ncu_portable_after/ ran this with v40's. NCU_BLOCKS: the
+# block sizes, v41's ncu32/.)
 XTASK="${XTASK_NCU:-target/old/xtask}"
 S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section SchedulerStats --section SourceCounters"
-for b in 16 32; do
+for b in ${NCU_BLOCKS:-16 32}; do
     step "ncu_p$b" timeout 200 ncu --clock-control none -k "regex:spgemm_mma_f16_t${b}_" -c 1 $S -o "$OUT/p$b" \
         "$XTASK" bench --no-plain --spgemm --spgemm-blocks "$b" --warmup-ms 0 --timed-ms 0 --reps 2 --seed 777
     ncu -i "$OUT/p$b.ncu-rep" --page source --print-source sass --csv > "$OUT/p${b}_sass.csv" 2>&1
@@ -17,4 +18,4 @@ for b in 16 32; do
 done
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
 cat "$LOGS/summary.txt"
-grep -E "Duration|Throughput|Warp Cycles Per Issued|Issued Warp|No Eligible|Active Warps" "$OUT/p16_details.txt" | head -30
+grep -E "Duration|Throughput|Warp Cycles Per Issued|Issued Warp|No Eligible|Active Warps" "$OUT/p${b}_details.txt" | head -30
