@@ -186,11 +186,11 @@ pub fn entries() -> Vec<KernelEntry> {
 pub fn launch_shape(key: &KernelKey) -> (u32, u32) {
     match (key.op, key.family) {
         (OpKind::Fixup, _) => (blocksparse_abi::FIXUP_THREADS, 0),
-        // BSR × BSR marks absent B: a ring per warp where the tile takes one (`warp_rings`).
-        (OpKind::Spgemm, KernelFamily::Portable) if MMA_TILES[key.tile].warp_rings() => {
-            (MMA_TILES[key.tile].threads(), MMA_TILES[key.tile].warp_rings_smem_bytes())
+        (op, KernelFamily::Portable) => {
+            let t = MMA_TILES[key.tile];
+            // BSR × BSR marks absent B: a ring per warp where the tile takes one (`warp_rings`).
+            (t.threads(), if op == OpKind::Spgemm && t.warp_rings() { t.warp_rings_smem_bytes() } else { t.smem_bytes() })
         }
-        (_, KernelFamily::Portable) => (MMA_TILES[key.tile].threads(), MMA_TILES[key.tile].smem_bytes()),
         (_, KernelFamily::Hopper) => (WGMMA_TILES[key.tile].threads(), WGMMA_TILES[key.tile].smem_bytes()),
     }
 }

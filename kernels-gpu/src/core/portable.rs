@@ -279,6 +279,35 @@ pub unsafe fn run<Op: PortableOp, I: Input, O: Output, const TILE: usize>(p: &Op
     unsafe { Op::store::<O>(p, &it, t, w, &acc) };
 }
 
+/// Copies a stage's A chunks (`(rows, rc)` 16-byte chunks of the slice at K offset `k0`) into
+/// `a_slot`, in the form `form` the op asked for (one branch per stage): chunks `first + i ·
+/// step` for `i` in `0..trips` (a constant trip count, so the copies unroll), those where
+/// `take(idx)` and then `want(r, c)` hold (chunk `idx`: row `r`, chunk `c` of its row). Both
+/// rings' copies; a macro: as a function (with another change) the 32-row tile ran slower (v41).
+macro_rules! copy_a_chunks {
+    ($op:ident, $a_mn:ident, $form:expr, $src:tt, $walk:tt, |$idx:ident| $take:expr, |$r:ident, $c:ident| $want:expr) => {
+        match $form {
+            1 => copy_a_chunks!(@form 1, $op, $a_mn, $src, $walk, |$idx| $take, |$r, $c| $want),
+            _ => copy_a_chunks!(@form 0, $op, $a_mn, $src, $walk, |$idx| $take, |$r, $c| $want),
+        }
+    };
+    (@form $f:literal, $op:ident, $a_mn:ident, ($p:ident, $it:ident, $sa:ident, $k0:ident, $a_slot:ident, $rc:expr),
+        ($trips:expr, $first:expr, $step:expr), |$idx:ident| $take:expr, |$r:ident, $c:ident| $want:expr) => {{
+        let mut i = 0;
+        while i < $trips {
+            let $idx = $first + i * $step;
+            if $take {
+                let ($r, $c) = ($idx / $rc, $idx % $rc);
+                if $want {
+                    let at = ChunkAt { k0: $k0, row: $r, chunk: $c };
+                    unsafe { $op::a_chunk::<$a_mn, $f>($p, $it, $sa, at).copy_to($a_slot.chunk_addr($r, $c)) };
+                }
+            }
+            i += 1;
+        }
+    }};
+}
+
 /// The ring over `n_k` stages for one operand layout: cp.async loads of each stage's chunks
 /// (as the op maps them), then the warp's `(16 · MI, 64)` share of each stage on the tensor
 /// cores. With [`PortableOp::B_MARKS`] on a tile of [`MmaTile::warp_rings`], each warp runs its
@@ -323,25 +352,17 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
             Some((a, _)) => a,
             None => unsafe { Op::a_stage::<A_MN>(p, it, t, k0) },
         };
-        // The A chunks in the form the op asked for (one branch per stage).
-        macro_rules! load_a {
-            ($form:literal) => {{
-                let mut i = 0;
-                while i < a_chunks.div_ceil(threads) {
-                    let idx = tid + i * threads;
-                    // With fewer chunks than threads (small tiles), the last threads copy nothing.
-                    if a_chunks % threads == 0 || idx < a_chunks {
-                        let (r, c) = (idx / a_rc, idx % a_rc);
-                        unsafe { Op::a_chunk::<A_MN, $form>(p, it, sa, ChunkAt { k0, row: r, chunk: c }).copy_to(a_slot.chunk_addr(r, c)) };
-                    }
-                    i += 1;
-                }
-            }};
-        }
-        match form {
-            1 => load_a!(1),
-            _ => load_a!(0),
-        }
+        // Thread `tid`'s chunks; with fewer chunks than threads (small tiles), the last threads
+        // copy nothing.
+        copy_a_chunks!(
+            Op,
+            A_MN,
+            form,
+            (p, it, sa, k0, a_slot, a_rc),
+            (a_chunks.div_ceil(threads), tid, threads),
+            |idx| a_chunks % threads == 0 || idx < a_chunks,
+            |_r, _c| true
+        );
         let b_slot = b_ring.offset(slot * t.b_stage_bytes());
         let (st, form) = match ahead {
             Some((_, b)) => b,
@@ -439,8 +460,8 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
 /// The ring of one warp ([`MmaTile::warp_rings`], with [`PortableOp::B_MARKS`]): the warp copies
 /// the stages where one of its B granules holds data, and only those (A slice and own B columns),
 /// into its own slots (`A rings (warps, stages, A stage) | B ring (stages, B stage)`, its 64
-/// columns of each B slot), and computes them; no block barrier. Its A copy loop stays apart from
-/// the block ring's: merged (with another change) the 32-row tile ran slower (perf notes v41).
+/// columns of each B slot), and computes them; no block barrier. Its A copies are the block
+/// ring's (`copy_a_chunks!`) with their own chunk walk and choice (the halves it multiplies).
 ///
 /// Ring bookkeeping: the warp's `g`-th copy group (a stage found live, or an empty group once
 /// the item has no more) lives in slot `g % stages`. Each thread waits for its own copies of the
@@ -501,26 +522,11 @@ unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: b
         // The stage's words again (likely from L1: the scan read B's words of the record).
         let ((sa, a_form), (sb, b_form)) = unsafe { (Op::a_stage::<A_MN>(p, it, t, k0), Op::b_stage::<B_K>(p, it, t, k0)) };
         let a_slot = a_ring.offset(slot * t.a_stage_bytes());
-        // The A chunks of the halves the warp multiplies (a half of 16 K rows: K chunks 2h,
+        // The lane's chunks in the halves the warp multiplies (a half of 16 K rows: K chunks 2h,
         // 2h + 1 of a K-major row, rows 16h .. of an MN-major slice).
-        macro_rules! load_a {
-            ($form:literal) => {{
-                let mut i = 0;
-                while i < a_rows * a_rc / 32 {
-                    let idx = w.lane + 32 * i;
-                    let (r, c) = (idx / a_rc, idx % a_rc);
-                    let h = if A_MN { r / 16 } else { c / 2 };
-                    if (m >> (4 * h)) & 0xf != 0 {
-                        unsafe { Op::a_chunk::<A_MN, $form>(p, it, sa, ChunkAt { k0, row: r, chunk: c }).copy_to(a_slot.chunk_addr(r, c)) };
-                    }
-                    i += 1;
-                }
-            }};
-        }
-        match a_form {
-            1 => load_a!(1),
-            _ => load_a!(0),
-        }
+        copy_a_chunks!(Op, A_MN, a_form, (p, it, sa, k0, a_slot, a_rc), (a_rows * a_rc / 32, w.lane, 32), |_idx| true, |r, c| {
+            (m >> (4 * if A_MN { r / 16 } else { c / 2 })) & 0xf != 0
+        });
         let b_slot = b_ring.offset(slot * t.b_stage_bytes());
         unsafe { load_marked_b::<Op, B_K>(p, it, t, sb, b_form, k0, b_slot, 0, t.ks, w.lane, [m & 0xf, m >> 4]) };
         m
