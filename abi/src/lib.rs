@@ -120,6 +120,11 @@ pub struct MmaTile {
 /// Columns of C owned by one warp of the portable kernels.
 pub const WARP_N: u32 = 64;
 
+/// Depth of each warp's ring on a tile with [`MmaTile::warp_rings`]: two stages (one copied while
+/// the other is multiplied) hold the 32-row tile in 48 KB, four blocks (16 warps) per SM, where
+/// three stages (72 KB) held three (perf notes v42).
+pub const WARP_RING_STAGES: u32 = 2;
+
 impl MmaTile {
     /// Threads per block.
     pub const fn threads(&self) -> u32 {
@@ -157,10 +162,10 @@ impl MmaTile {
         self.warps_m == 1 && self.tm >= 32
     }
     /// Dynamic shared memory of a thread block with [`MmaTile::warp_rings`]: `A rings (warps,
-    /// stages, A stage) | B ring (stages, B stage)` (each warp uses its own 64 columns of the B
-    /// ring's slots), no block cache.
+    /// WARP_RING_STAGES, A stage) | B ring (WARP_RING_STAGES, B stage)` (each warp uses its own
+    /// 64 columns of the B ring's slots), no block cache.
     pub const fn warp_rings_smem_bytes(&self) -> u32 {
-        self.stages * (self.warps_n * self.a_stage_bytes() + self.b_stage_bytes())
+        WARP_RING_STAGES * (self.warps_n * self.a_stage_bytes() + self.b_stage_bytes())
     }
     /// Compile-time validity: evaluated in a `const` item for every tile in [`MMA_TILES`].
     /// Either operand may lie K-major or MN-major, so both the `(rows, ks)` and the `(ks, rows)`

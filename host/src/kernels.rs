@@ -348,7 +348,7 @@ mod tests {
             let (threads, smem) = launch_shape(&e.key);
             assert_eq!(threads, t.threads(), "{}", e.name);
             if e.key.op == OpKind::Spgemm && t.warp_rings() {
-                assert_eq!(smem, t.stages * (t.warps_n * t.a_stage_bytes() + t.b_stage_bytes()), "{}", e.name);
+                assert_eq!(smem, blocksparse_abi::WARP_RING_STAGES * (t.warps_n * t.a_stage_bytes() + t.b_stage_bytes()), "{}", e.name);
             } else {
                 assert_eq!(smem, t.stages * (t.a_stage_bytes() + t.b_stage_bytes()) + blocksparse_abi::MAX_ITEM_BLOCKS * 8, "{}", e.name);
             }

@@ -17,7 +17,7 @@
 //! `--cfg kernels_split --cfg <Op> --cfg <Family>` (the `OpKind` and `KernelFamily` variant
 //! names), which keeps that module's entries only.
 #![no_std]
-#![feature(abi_ptx, asm_experimental_arch, stdarch_nvptx)]
+#![feature(abi_ptx, asm_experimental_arch, stdarch_nvptx, stmt_expr_attributes)]
 // A split build uses part of the shared code only.
 #![cfg_attr(kernels_split, allow(dead_code, unused_imports, unused_macros))]
 

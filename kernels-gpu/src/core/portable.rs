@@ -30,7 +30,7 @@
 //! and the block barrier makes all threads' copies visible. The same barrier proves that every
 //! warp has finished computing stage `t - 1`, so its slot can receive stage `t + stages - 1`.
 
-use blocksparse_abi::{MAX_ITEM_BLOCKS, MMA_TILES, MmaTile, WARP_N, flags};
+use blocksparse_abi::{MAX_ITEM_BLOCKS, MMA_TILES, MmaTile, WARP_N, WARP_RING_STAGES, flags};
 
 use crate::core::epilogue::{Dest, store_partial_strip, store_strip};
 use crate::core::ring::PipelineState;
@@ -220,7 +220,7 @@ const _: () = {
     let mut i = 0;
     while i < MMA_TILES.len() {
         let t = MMA_TILES[i];
-        assert!(!t.warp_rings() || ((t.tm * t.ks / 8).is_multiple_of(32) && t.stages <= 5));
+        assert!(!t.warp_rings() || ((t.tm * t.ks / 8).is_multiple_of(32) && WARP_RING_STAGES >= 2 && WARP_RING_STAGES <= 5));
         i += 1;
     }
 };
@@ -459,15 +459,17 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
 
 /// The ring of one warp ([`MmaTile::warp_rings`], with [`PortableOp::B_MARKS`]): the warp copies
 /// the stages where one of its B granules holds data, and only those (A slice and own B columns),
-/// into its own slots (`A rings (warps, stages, A stage) | B ring (stages, B stage)`, its 64
-/// columns of each B slot), and computes them; no block barrier. Its A copies are the block
-/// ring's (`copy_a_chunks!`) with their own chunk walk and choice (the halves it multiplies).
+/// into its own slots (`A rings (warps, S, A stage) | B ring (S, B stage)`, its 64 columns of
+/// each B slot, `S` = [`WARP_RING_STAGES`]), and computes them; no block barrier. Its A copies
+/// are the block ring's (`copy_a_chunks!`) with their own chunk walk and choice (the halves it
+/// multiplies).
 ///
 /// Ring bookkeeping: the warp's `g`-th copy group (a stage found live, or an empty group once
-/// the item has no more) lives in slot `g % stages`. Each thread waits for its own copies of the
-/// group it computes (at most `stages - 2` newer groups in flight), and the warp barrier makes
-/// the lanes' copies visible to each other and proves that every lane has finished the slot the
-/// next copies overwrite (the one computed the iteration before).
+/// the item has no more) lives in slot `g % S`. Each thread waits for its own copies of the group
+/// it computes (at most `S - 2` newer groups in flight), and the warp barrier makes the lanes'
+/// copies visible to each other and proves that every lane has finished the slot the next copies
+/// overwrite (the one computed the iteration before). The copy closure is inlined by attribute:
+/// with two stages the fill is one iteration, which the compiler peels into a second call site.
 #[inline(always)]
 unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     p: &Op::Params,
@@ -479,9 +481,9 @@ unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: b
 ) -> Acc {
     let (a_rows, a_rc) = a_layout::<A_MN>(t);
     let warp = thread_idx() / 32;
-    // (stages, A stage) of this warp; (stages, B stage) shared by the warps, 64 columns each.
-    let a_ring = SmemTile { base: smem + warp * t.stages * t.a_stage_bytes(), row_chunks: a_rc };
-    let b_ring = SmemTile { base: smem + t.warps_n * t.stages * t.a_stage_bytes(), row_chunks: t.tn / 8 };
+    // (S, A stage) of this warp; (S, B stage) shared by the warps, 64 columns each.
+    let a_ring = SmemTile { base: smem + warp * WARP_RING_STAGES * t.a_stage_bytes(), row_chunks: a_rc };
+    let b_ring = SmemTile { base: smem + t.warps_n * WARP_RING_STAGES * t.a_stage_bytes(), row_chunks: t.tn / 8 };
 
     // The scan, a window of `LOOK` stages at a time: lane `l` looks at stage `base + l / 8` for
     // its column chunk `l % 8` (the chunk it copies, [`marked_b_chunk`]: 8 per warp). `window`:
@@ -496,7 +498,8 @@ unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: b
     let mut ahead = if n_k > 0 { look(0) } else { Default::default() };
     // Copies the warp's next stage with a granule that holds data into `slot`; returns its marks,
     // 0 where the item has none left.
-    let mut load_next = |slot: u32| -> u32 {
+    let mut load_next = #[inline(always)]
+    |slot: u32| -> u32 {
         while window == 0 {
             if next >= n_k {
                 return 0;
@@ -533,25 +536,25 @@ unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: b
     };
 
     let mut acc: Acc = [[[0.0; 4]; NJ]; 4];
-    // Marks of the groups in flight, the newest in the low byte (`stages - 1` of them).
+    // Marks of the groups in flight, the newest in the low byte (`S - 1` of them).
     let mut queue = 0u32;
-    let oldest = 8 * (t.stages - 2);
-    let in_flight = u32::MAX >> (32 - 8 * (t.stages - 1));
-    let mut read = PipelineState::new(t.stages);
-    let mut write = PipelineState::new(t.stages);
-    // Group `g`: the first `stages - 1` fill the ring; from then on each iteration computes the
+    let oldest = 8 * (WARP_RING_STAGES - 2);
+    let in_flight = u32::MAX >> (32 - 8 * (WARP_RING_STAGES - 1));
+    let mut read = PipelineState::new(WARP_RING_STAGES);
+    let mut write = PipelineState::new(WARP_RING_STAGES);
+    // Group `g`: the first `S - 1` fill the ring; from then on each iteration computes the
     // oldest group in flight and copies one more (one call site of the copies, so that they
     // inline).
     let mut g = 0;
     loop {
-        let fill = g < t.stages - 1;
+        let fill = g < WARP_RING_STAGES - 1;
         // The oldest group in flight; empty only once the scan has ended (so are the newer ones).
         let m = (queue >> oldest) & 0xff;
         if !fill {
             if m == 0 {
                 break;
             }
-            cp_async_wait(t.stages - 2);
+            cp_async_wait(WARP_RING_STAGES - 2);
             sync_warp();
         }
         queue = (queue << 8 | load_next(write.slot)) & in_flight;
