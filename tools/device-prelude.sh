@@ -30,6 +30,26 @@ step() { # name, command...
         "$(grep -E 'passed|json:|ERROR SUMMARY' "$LOGS/$name.log" | tail -n 1)" | tee -a "$LOGS/summary.txt"
     tar czf "$OUT/logs.tgz" -C "$LOGS" .
 }
+# sanitize TOOL PATH FILTER: compute-sanitizer's TOOL (memcheck, racecheck, synccheck) over the
+# validate cases on PATH whose labels contain FILTER.
+sanitize() {
+    timeout 170 compute-sanitizer --tool "$1" --print-limit 20 "$XTASK" validate --no-examples --path "$2" --filter "$3"
+}
+# validate_both: the whole validate sweep on each path (steps val_hopper, val_portable).
+validate_both() {
+    step val_hopper "$XTASK" validate --path hopper --no-examples
+    step val_portable "$XTASK" validate --path portable --no-examples
+}
+# alternate ROUNDS BENCH-ARGS...: `bench BENCH-ARGS` with main's binary ($OLD, default
+# target/old/xtask) and $XTASK in turn, ROUNDS times (steps old1, new1, ...; JSON beside the logs).
+OLD="${OLD_XTASK:-target/old/xtask}"
+alternate() {
+    local rounds="$1"; shift
+    for ((r = 1; r <= rounds; r++)); do
+        step "old$r" "$OLD" bench "$@" --json "$LOGS/old$r.json"
+        step "new$r" "$XTASK" bench "$@" --json "$LOGS/new$r.json"
+    done
+}
 [[ -f target/carry/bins.tar.xz && ! -x "$XTASK" ]] && tar xJf target/carry/bins.tar.xz
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$LOGS/gpu.txt" 2>&1
 date >> "$LOGS/gpu.txt"

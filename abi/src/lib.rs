@@ -161,6 +161,15 @@ impl MmaTile {
     pub const fn warp_rings(&self) -> bool {
         self.warps_m == 1 && self.tm >= 32
     }
+    /// Whether such an op runs this tile with either ring, the plan choosing per launch
+    /// ([`SpgemmParams::warp_rings`]): the tiles of one warp row below 32 rows (the 16-row tile).
+    /// There the warps pass over fewer of their stages, and warp rings pay only where they pass
+    /// over enough of them to make up for A copied once per warp (16×16 blocks: 1.14–1.22×
+    /// faster at 12.5 % and top-16, 1.28× slower at 50 %; perf notes v42). Its kernels hold
+    /// both mainloops and take the shared memory of the larger.
+    pub const fn warp_rings_by_plan(&self) -> bool {
+        self.warps_m == 1 && self.tm < 32
+    }
     /// Dynamic shared memory of a thread block with [`MmaTile::warp_rings`]: `A rings (warps,
     /// WARP_RING_STAGES, A stage) | B ring (WARP_RING_STAGES, B stage)` (each warp uses its own
     /// 64 columns of the B ring's slots), no block cache.
@@ -185,7 +194,7 @@ impl MmaTile {
             && b_chunks.is_multiple_of(t)
             && t <= 1024
             && self.smem_bytes() <= SM80_MAX_DYNAMIC_SMEM
-            && (!self.warp_rings() || self.warp_rings_smem_bytes() <= SM80_MAX_DYNAMIC_SMEM)
+            && (!(self.warp_rings() || self.warp_rings_by_plan()) || self.warp_rings_smem_bytes() <= SM80_MAX_DYNAMIC_SMEM)
             // At least the 64 registers per thread the fragments and addresses need.
             && self.blocks_per_sm >= 1
             && t * self.blocks_per_sm * 64 <= SM90_REGISTERS
@@ -766,6 +775,10 @@ pub struct SpgemmParams {
     /// partial tiles; only plans that keep every row's blocks in column order split tiles,
     /// and their [`SplitGroup`]s name the tile as the fix-up kernel reads it. 0 otherwise.
     pub paired: u32,
+    /// 1 where the plan runs a tile of [`MmaTile::warp_rings_by_plan`] with a ring per warp;
+    /// 0 otherwise (the block ring there; tiles of [`MmaTile::warp_rings`] always run warp
+    /// rings, the Hopper tiles none).
+    pub warp_rings: u32,
     /// A dense C.
     pub out: DenseOut,
     /// A block-sparse C (`(bm, bn)` blocks).

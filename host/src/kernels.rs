@@ -188,8 +188,14 @@ pub fn launch_shape(key: &KernelKey) -> (u32, u32) {
         (OpKind::Fixup, _) => (blocksparse_abi::FIXUP_THREADS, 0),
         (op, KernelFamily::Portable) => {
             let t = MMA_TILES[key.tile];
-            // BSR × BSR marks absent B: a ring per warp where the tile takes one (`warp_rings`).
-            (t.threads(), if op == OpKind::Spgemm && t.warp_rings() { t.warp_rings_smem_bytes() } else { t.smem_bytes() })
+            // BSR × BSR marks absent B: a ring per warp where the tile takes one (`warp_rings`),
+            // room for either ring where the plan chooses (`warp_rings_by_plan`).
+            let smem = match op {
+                OpKind::Spgemm if t.warp_rings() => t.warp_rings_smem_bytes(),
+                OpKind::Spgemm if t.warp_rings_by_plan() => t.warp_rings_smem_bytes().max(t.smem_bytes()),
+                _ => t.smem_bytes(),
+            };
+            (t.threads(), smem)
         }
         (_, KernelFamily::Hopper) => (WGMMA_TILES[key.tile].threads(), WGMMA_TILES[key.tile].smem_bytes()),
     }
@@ -339,22 +345,27 @@ mod tests {
     use super::*;
 
     /// A portable kernel gets the shared memory its skeleton lays out: BSR × BSR on a tile with
-    /// warp rings an A ring per warp beside the B ring, every other one the block rings and
-    /// the block cache; and warp rings are the 32-row tile's alone (perf notes v41).
+    /// warp rings an A ring per warp beside the B ring, on a tile where the plan chooses the
+    /// larger of that and the block rings with the block cache, every other one the latter;
+    /// warp rings are the 32-row tile's, and the 16-row tile's where the plan chooses them
+    /// (perf notes v41, v42).
     #[test]
     fn portable_kernels_get_the_shared_memory_of_their_rings() {
         for e in entries().into_iter().filter(|e| e.key.family == KernelFamily::Portable && e.key.op != OpKind::Fixup) {
             let t = MMA_TILES[e.key.tile];
             let (threads, smem) = launch_shape(&e.key);
             assert_eq!(threads, t.threads(), "{}", e.name);
-            if e.key.op == OpKind::Spgemm && t.warp_rings() {
-                assert_eq!(smem, blocksparse_abi::WARP_RING_STAGES * (t.warps_n * t.a_stage_bytes() + t.b_stage_bytes()), "{}", e.name);
-            } else {
-                assert_eq!(smem, t.stages * (t.a_stage_bytes() + t.b_stage_bytes()) + blocksparse_abi::MAX_ITEM_BLOCKS * 8, "{}", e.name);
+            let warp = blocksparse_abi::WARP_RING_STAGES * (t.warps_n * t.a_stage_bytes() + t.b_stage_bytes());
+            let block = t.stages * (t.a_stage_bytes() + t.b_stage_bytes()) + blocksparse_abi::MAX_ITEM_BLOCKS * 8;
+            match e.key.op {
+                OpKind::Spgemm if t.warp_rings() => assert_eq!(smem, warp, "{}", e.name),
+                OpKind::Spgemm if t.warp_rings_by_plan() => assert_eq!(smem, warp.max(block), "{}", e.name),
+                _ => assert_eq!(smem, block, "{}", e.name),
             }
         }
-        let warp_ring_rows: Vec<u32> = MMA_TILES.iter().filter(|t| t.warp_rings()).map(|t| t.tm).collect();
-        assert_eq!(warp_ring_rows, [32]);
+        let rows = |f: fn(&blocksparse_abi::MmaTile) -> bool| -> Vec<u32> { MMA_TILES.iter().filter(|t| f(t)).map(|t| t.tm).collect() };
+        assert_eq!(rows(blocksparse_abi::MmaTile::warp_rings), [32]);
+        assert_eq!(rows(blocksparse_abi::MmaTile::warp_rings_by_plan), [16]);
     }
 
     /// The committed PTX of every module carries the hash of the current `abi/src/lib.rs`:

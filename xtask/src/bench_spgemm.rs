@@ -206,6 +206,13 @@ struct Case {
     mask_b: Vec<bool>,
 }
 
+/// The kernel a BSR × BSR plan runs, as the bench and validate print it: family and tile rows,
+/// `/p` where its C blocks are paired by shared K, `/w` where its warps run their own rings.
+pub fn kernel_label(plan: &blocksparse::SpgemmPlan) -> String {
+    let (paired, warps) = (if plan.pairs_columns() { "/p" } else { "" }, if plan.warp_rings() { "/w" } else { "" });
+    format!("{:?}{}{paired}{warps}", plan.tile().family, plan.tile().shape().0)
+}
+
 fn cases((gm, gk, gn): (usize, usize, usize), rng: &mut TestRng) -> Vec<Case> {
     let case = |a: &str, mask_a: Vec<bool>, b: &str, mask_b: Vec<bool>| Case { pattern_a: a.into(), pattern_b: b.into(), mask_a, mask_b };
     let v = vec![
@@ -287,7 +294,7 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                 let (plan, plan_ms) =
                     timed_plan(ctx, PLAN_REPS, || ctx.plan_spgemm_with(&a[0], &b[0], out.clone(), &opts)).map_err(what)?;
                 let size = plan.size();
-                let kernel = format!("{:?}{}{}", plan.tile().family, plan.tile().shape().0, if plan.pairs_columns() { "/p" } else { "" });
+                let kernel = kernel_label(&plan);
                 let flops = plan.flops();
                 let mut c_bsr = if dense_c { None } else { Some(ctx.spgemm_output::<T>(&plan).map_err(|e| what(e.to_string()))?) };
                 // The two references right before ours, so that the board is in the state of a

@@ -208,6 +208,9 @@ struct CasePlan {
     /// BSR × BSR: `PlanOptions::pair_columns` (`Some(false)`: the column-split tile's C blocks
     /// in column order; `Some(true)`: a plan for the Hopper kernels must pair them).
     pair: Option<bool>,
+    /// BSR × BSR: `PlanOptions::warp_rings` (16-row blocks: the plan must run the ring asked
+    /// for).
+    warp: Option<bool>,
 }
 
 fn short(l: Layout) -> &'static str {
@@ -685,6 +688,7 @@ fn spgemm_cases(v: &mut Cases) {
     let dts = [(F16, F16), (Bf16, Bf16), (F16, F32), (Bf16, F16), (F16, Bf16), (Bf16, F32)];
     let kinds = [Dense(R), Product, Dense(C), Mask(SpMask::Random(0.35))];
     let sizes = [16, 32, 64, 128];
+    let first = v.0.len();
 
     // Every block shape (bm, bk, bn), small (6 x 5 blocks of A); dtypes and C kinds rotate.
     let mut i = 0;
@@ -830,6 +834,16 @@ fn spgemm_cases(v: &mut Cases) {
         v.spgemm(Dense(R), (8 * 64, 8 * 64, 9 * 64), (64, 64, 64), (F16, F32), (Uniform(0.3), Uniform(0.3)), (alpha, beta), 1);
         v.spgemm(Product, (8 * 128, 8 * 128, 5 * 128), (128, 128, 128), (Bf16, Bf16), (Uniform(0.3), Uniform(0.3)), (alpha, beta), 1);
         v.spgemm(Mask(SpMask::Mixed), (8 * 32, 8 * 32, 9 * 32), (32, 32, 32), (F16, F16), (Uniform(0.3), Uniform(0.3)), (alpha, beta), 1);
+    }
+
+    // The 16-row tile runs either ring, the plan choosing by the share of stages its warps pass
+    // over (perf notes v42): every case of 16-row blocks once more with each ring asked for.
+    let sixteen: Vec<Case> = v.0[first..].iter().filter(|c| c.bm == 16).cloned().collect();
+    for c in sixteen {
+        for warp in [true, false] {
+            let label = c.label.clone() + if warp { " warp-rings" } else { " block-ring" };
+            v.0.push(Case { label, plan: CasePlan { warp: Some(warp), ..c.plan }, ..c.clone() });
+        }
     }
 }
 
@@ -1161,11 +1175,14 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
         (SpC::Mask(_), Some(t)) => SpgemmOutput::Mask(t.pattern().clone()),
         _ => SpgemmOutput::Product,
     };
-    let opts = PlanOptions { pair_columns: c.plan.pair, ..Default::default() };
+    let opts = PlanOptions { pair_columns: c.plan.pair, warp_rings: c.plan.warp, ..Default::default() };
     let size = ctx.spgemm_size_with(&a_dev, &b_dev, &out, &opts).map_err(e)?;
     let plan = ctx.plan_spgemm_with(&a_dev, &b_dev, out, &opts).map_err(e)?;
     if c.plan.pair == Some(true) && plan.tile().family == blocksparse::abi::KernelFamily::Hopper && !plan.pairs_columns() {
         return Err("the plan does not pair the C blocks (its tiles are too short, or one is split)".into());
+    }
+    if c.plan.warp.is_some_and(|w| w != plan.warp_rings()) {
+        return Err("the plan does not run the ring asked for".into());
     }
     // C's blocks as the reference sees them (a block-sparse C).
     let (c_rp, c_ci) = match &template {
@@ -1209,7 +1226,7 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
         (SpC::Mask(_), Some(p), Some(t)) if std::sync::Arc::ptr_eq(p, t.pattern()) => {}
         _ => return Err("the plan's output pattern is not C's".into()),
     }
-    let kernel = format!("{:?}{}{}", plan.tile().family, plan.tile().shape().0, if plan.pairs_columns() { "/paired" } else { "" });
+    let kernel = crate::bench::spgemm::kernel_label(&plan);
     let mut want = Vec::new();
     let mut results: Vec<Vec<O>> = Vec::new();
     match s.c {

@@ -116,6 +116,15 @@ pub struct PlanOptions {
     /// along K (the fix-up kernel writes a split tile's blocks in column order);
     /// `Some(false)`: neighbours.
     pub pair_columns: Option<bool>,
+    /// SpGEMM with 16-row blocks (the portable 16-row tile, also on Hopper): whether each warp
+    /// runs a ring of its own, copying and multiplying only the stages where its 64 columns
+    /// hold a B block (with its own copy of the stage's A slice), instead of the block ring
+    /// that all four warps step through together. `None`: where the warps' share of live
+    /// stages in the plan is below 0.8 (perf notes v42, 16×16 blocks: warp rings took 0.85× the
+    /// block ring's time at 12.5 % × 12.5 %, a share of 0.71, and 1.28× at 50 % × 50 %, 0.995);
+    /// `Some(true)`: always; `Some(false)`: never. Other tiles do not choose: the 32-row one
+    /// always runs warp rings, the taller ones and the Hopper tiles never.
+    pub warp_rings: Option<bool>,
     /// SpGEMM: how many host threads walk the product's rows when the plan is made (each a
     /// contiguous range of block rows; the plan's records and work are the same whatever the
     /// count, its [`SpgemmSize::host_bytes`] grows with it). `None`: one below 65,536 block

@@ -26,8 +26,9 @@ use core::ops::Range;
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BOX, BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_A_GROUPS, NO_BLOCK, NO_SLOT, OpKind,
-    SpgemmParams, SpgemmStage, SplitGroup, WG_K, WG_M, WGMMA_TILES, WgmmaTile, WorkItem, mma_tile_index, wgmma_tile_index,
+    BOX, BlockOut, DenseOut, FIXUP_TO_BLOCKS, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_A_GROUPS, MMA_TILES, MmaTile, NO_BLOCK,
+    NO_SLOT, OpKind, SpgemmParams, SpgemmStage, SplitGroup, WARP_N, WG_K, WG_M, WGMMA_TILES, WgmmaTile, WorkItem, mma_tile_index,
+    wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -116,6 +117,8 @@ pub struct SpgemmPlan {
     paired: bool,
     /// Those two blocks are paired by shared K, not neighbours ([`PlanOptions::pair_columns`]).
     pairs_columns: bool,
+    /// A portable tile with a ring per warp ([`PlanOptions::warp_rings`]).
+    warp_rings: bool,
     /// Hopper: the rows of A's and B's values (where the zero boxes start; bounded by the tile
     /// choice); 0 for the portable kernels, which do not use them.
     zero_rows: (u32, u32),
@@ -154,6 +157,11 @@ impl SpgemmPlan {
     /// neighbours ([`PlanOptions::pair_columns`]).
     pub fn pairs_columns(&self) -> bool {
         self.pairs_columns
+    }
+    /// Whether each warp of the plan's portable tile runs a ring of its own
+    /// ([`PlanOptions::warp_rings`]; always on the 32-row tile, never on the Hopper tiles).
+    pub fn warp_rings(&self) -> bool {
+        self.warp_rings
     }
     /// The host-side work list.
     pub fn work(&self) -> &WorkList {
@@ -936,6 +944,15 @@ impl Context {
                 schedule_persistent(&mut work, resident, |i| (i.k_end - i.k_begin) as u64 + 1);
             }
         }
+        let warp_rings = choice.family == KernelFamily::Portable && {
+            let t = MMA_TILES[choice.tile];
+            t.warp_rings()
+                || (t.warp_rings_by_plan()
+                    && opts.warp_rings.unwrap_or_else(|| {
+                        let rec_words = layout.group_words();
+                        warp_stage_share(&rec.words, &work.items, rec_words, a.block().bk, bn, t) < WARP_RINGS_BELOW
+                    }))
+        };
         let (tm, _) = choice.shape();
         let device = DeviceWork::upload(stream, &work, (tm, tn))?;
         let records = stream.clone_htod(if rec.words.is_empty() { &[0u32][..] } else { &rec.words })?;
@@ -951,6 +968,7 @@ impl Context {
             group_words: layout.group_words() as u32,
             paired: layout.pair,
             pairs_columns: layout.matching,
+            warp_rings,
             zero_rows: match choice.family {
                 KernelFamily::Hopper => {
                     (to_u32("rows of A's values", a.nnzb() * a.block().bm)?, to_u32("rows of B's values", b.nnzb() * b.block().bm)?)
@@ -1109,6 +1127,7 @@ impl Context {
             a_rows: plan.zero_rows.0,
             group_words: plan.group_words,
             paired: plan.paired as u32,
+            warp_rings: plan.warp_rings as u32,
             out,
             blocks,
         };
@@ -1138,6 +1157,52 @@ impl Context {
         plan.device.launch_fixup(stream, fixup, work.partials, choice.shape(), to, out, blocks)?;
         workspace.release()
     }
+}
+
+/// Below this share of live warp-stages ([`warp_stage_share`]) a plan on a tile of
+/// [`MmaTile::warp_rings_by_plan`] runs a ring per warp ([`PlanOptions::warp_rings`]). Measured
+/// on the 16-row tile with 16×16 blocks at 8192³ (perf notes v42): warp rings took 0.85× the
+/// block ring's time at a share of 0.71 (uniform 12.5 % × 12.5 %) and 1.28× at 0.995 (50 % ×
+/// 50 %); a line through the two crosses 1 at 0.81.
+const WARP_RINGS_BELOW: f64 = 0.8;
+
+/// Items [`warp_stage_share`] counts at most, spread evenly over the plan.
+const WARP_SHARE_SAMPLE: usize = 1024;
+
+/// The share of a portable plan's warp-stages (one warp's [`WARP_N`] columns of one `ks`-deep
+/// stage) where the warp's columns hold a B block in one of the stage's records: the stages a
+/// ring per warp copies and multiplies, of those the block ring steps every warp through.
+/// Counted on up to [`WARP_SHARE_SAMPLE`] items, each stage as the kernel forms it from the
+/// item's first record (one record per stage with blocks 32 deep or more, spanning `bk / ks`
+/// stages; `ks / bk` records per stage below). 1 where nothing is counted.
+fn warp_stage_share(words: &[u32], items: &[WorkItem], rec_words: usize, bk: usize, bn: usize, t: MmaTile) -> f64 {
+    let (ks, warps) = (t.ks as usize, t.warps_n as usize);
+    let warp_n = WARP_N as usize;
+    // The warps that B word `j` of a record (tile columns `j · bn ..`) covers.
+    let warp_bits: Vec<u32> = (0..rec_words.saturating_sub(1))
+        .map(|j| {
+            let (first, last) = ((j * bn / warp_n).min(warps), (((j + 1) * bn).div_ceil(warp_n)).min(warps));
+            (first..last).fold(0, |m, w| m | 1 << w)
+        })
+        .collect();
+    let (records_per_stage, stages_per_record) = ((ks / bk).max(1), (bk / ks).max(1) as u64);
+    let (mut live, mut all) = (0u64, 0u64);
+    for it in items.iter().step_by(items.len().div_ceil(WARP_SHARE_SAMPLE).max(1)) {
+        let (mut r, end) = (it.k_begin as usize, it.k_end as usize);
+        while r < end {
+            let next = (r + records_per_stage).min(end);
+            let stage = words.get(r * rec_words..next * rec_words).unwrap_or(&[]);
+            let held = stage
+                .chunks_exact(rec_words)
+                .flat_map(|rec| rec[1..].iter().zip(&warp_bits))
+                .filter(|&(&q, _)| q != NO_BLOCK)
+                .fold(0u32, |m, (_, &bits)| m | bits);
+            live += held.count_ones() as u64 * stages_per_record;
+            all += warps as u64 * stages_per_record;
+            r = next;
+        }
+    }
+    if all == 0 { 1.0 } else { live as f64 / all as f64 }
 }
 
 /// The block columns of C an SpGEMM plan walks together by default ([`group_tiles_by_columns`]),

@@ -867,3 +867,72 @@ fn item_bytes_counts_the_loaded_boxes() {
     let b = 64 * 64 * 2;
     assert_eq!(item_bytes(&words, &l, grouped, 64, 64, &item(0, 3)), 8 * b + 3 * 64 * 256);
 }
+
+/// The work items of one matrix, a tile each (none split).
+fn tile_items(rec: &Records) -> Vec<WorkItem> {
+    let item = |t: &[u32; 6]| WorkItem {
+        tile_row: t[0],
+        n_tile: t[1],
+        blk_begin: t[2],
+        blk_end: t[3],
+        partial_slot: NO_SLOT,
+        batch: 0,
+        k_begin: t[4],
+        k_end: t[5],
+    };
+    rec.tiles.iter().map(item).collect()
+}
+
+/// The share of live warp-stages, brute force from the grids: per tile of a dense C, the A
+/// blocks of its row that meet B under its columns, `ks / bk` to a stage (a record spanning
+/// `bk / ks` stages), and per warp whether one of them meets B under the warp's 64 columns.
+fn brute_warp_share(a: &Grid, b: &Grid, rec: &Records, bk: usize, bn: usize, t: MmaTile) -> f64 {
+    let jt = t.tn as usize / bn;
+    let (per_stage, stages) = ((t.ks as usize / bk).max(1), (bk / t.ks as usize).max(1));
+    let (mut live, mut all) = (0, 0);
+    for tile in &rec.tiles {
+        let (i, nt) = (tile[0] as usize, tile[1] as usize);
+        let held = |k: usize, j: usize| nt * jt + j < b.cols && b.has(k, nt * jt + j);
+        let ks: Vec<usize> = (0..a.cols).filter(|&k| a.has(i, k) && (0..jt).any(|j| held(k, j))).collect();
+        assert_eq!(ks.len(), (tile[5] - tile[4]) as usize, "records of tile {tile:?}");
+        for stage in ks.chunks(per_stage) {
+            for w in 0..t.warps_n as usize {
+                let js = (64 * w / bn)..(64 * (w + 1)).div_ceil(bn).min(jt);
+                live += stages * stage.iter().any(|&k| js.clone().any(|j| held(k, j))) as usize;
+                all += stages;
+            }
+        }
+    }
+    if all == 0 { 1.0 } else { live as f64 / all as f64 }
+}
+
+/// `warp_stage_share` counts what the warps of the 16-row tile would copy: brute force on small
+/// random patterns of every block depth and width, and on uniform 16×16 patterns the shares
+/// that decide the ring (perf notes v42: 12.5 % below the threshold, 50 % above it).
+#[test]
+fn warp_stage_share_counts_the_stages_where_each_warp_meets_b() {
+    let seed = seed("warp_stage_share_counts_the_stages_where_each_warp_meets_b");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let t = MMA_TILES[mma_tile_index(16).unwrap()];
+    assert!(t.warp_rings_by_plan());
+    for case in 0..100 {
+        let (bk, bn) = ([16, 32, 64, 128][case % 4], [16, 32, 64, 128][case / 4 % 4]);
+        let (mb, kb, nb) = (rng.random_range(1..8usize), rng.random_range(1..24usize), rng.random_range(1..40usize));
+        let a = Grid::new(random_grid(mb, kb, &mut rng), mb, kb);
+        let b = Grid::new(random_grid(kb, nb, &mut rng), kb, nb);
+        let jt = t.tn as usize / bn;
+        let rec = walk(&a.pattern(), &b.pattern(), None, &plain(jt, true, 1), true).unwrap();
+        let items = tile_items(&rec);
+        let got = warp_stage_share(&rec.words, &items, 1 + jt, bk, bn, t);
+        let want = brute_warp_share(&a, &b, &rec, bk, bn, t);
+        assert!((got - want).abs() < 1e-12, "seed {seed} case {case}: {mb}x{kb}x{nb} blocks of {bk}x{bn}: {got} != {want}");
+    }
+    for (density, below) in [(0.125, true), (0.5, false)] {
+        let grid = |r, c, rng: &mut SmallRng| Grid::new((0..r * c).map(|_| rng.random_bool(density)).collect(), r, c);
+        let (a, b) = (grid(64, 256, &mut rng), grid(256, 256, &mut rng));
+        let rec = walk(&a.pattern(), &b.pattern(), None, &plain(16, true, 1), true).unwrap();
+        let share = warp_stage_share(&rec.words, &tile_items(&rec), 17, 16, 16, t);
+        eprintln!("uniform {density} x {density}, 16x16 blocks: share of live warp-stages {share:.3}");
+        assert_eq!(share < WARP_RINGS_BELOW, below, "seed {seed}: uniform {density}: share {share}");
+    }
+}

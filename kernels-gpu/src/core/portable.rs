@@ -21,9 +21,10 @@
 //! fragments and `mma.sync`s of the others. The kernel is issue-bound there, so what counts is
 //! the instructions passed over, not the tensor work.
 //!
-//! Warp rings ([`MmaTile::warp_rings`], with absent B): the warps of a tile of one warp row share
-//! only its A slice, so each warp runs a ring of its own ([`warp_mainloop`]), copying its own A
-//! slice beside its B columns, only for the stages where one of its columns holds a block.
+//! Warp rings ([`MmaTile::warp_rings`], and [`MmaTile::warp_rings_by_plan`] where the launch
+//! asks, with absent B): the warps of a tile of one warp row share only its A slice, so each warp
+//! runs a ring of its own ([`warp_mainloop`]), copying its own A slice beside its B columns, only
+//! for the stages where one of its columns holds a block.
 //!
 //! Ring bookkeeping: stage `t` lives in slot `t % stages`. Before computing stage `t`, every
 //! thread waits for its own copies of stage `t` (at most `stages - 2` newer groups in flight)
@@ -172,6 +173,12 @@ pub trait PortableOp {
     /// 32-deep stages, and a B MN-major only (its [`PortableOp::flags`] never ask for
     /// K-major: the warps' copies assume rows along K).
     const B_MARKS: bool = false;
+    /// With [`PortableOp::B_MARKS`] on a tile of [`MmaTile::warp_rings_by_plan`]: whether this
+    /// launch runs a ring per warp ([`warp_mainloop`]) instead of the block ring.
+    #[inline(always)]
+    fn warp_rings(_p: &Self::Params) -> bool {
+        false
+    }
     /// Whether [`PortableOp::a_stage`] and [`PortableOp::b_stage`] read global memory (the
     /// stage's block indices): the skeleton then calls them one iteration before the stage's
     /// copies, so that their loads' latency passes under a stage of tensor work instead of
@@ -220,7 +227,8 @@ const _: () = {
     let mut i = 0;
     while i < MMA_TILES.len() {
         let t = MMA_TILES[i];
-        assert!(!t.warp_rings() || ((t.tm * t.ks / 8).is_multiple_of(32) && WARP_RING_STAGES >= 2 && WARP_RING_STAGES <= 5));
+        let warp = t.warp_rings() || t.warp_rings_by_plan();
+        assert!(!warp || ((t.tm * t.ks / 8).is_multiple_of(32) && WARP_RING_STAGES >= 2 && WARP_RING_STAGES <= 5));
         i += 1;
     }
 };
@@ -310,8 +318,9 @@ macro_rules! copy_a_chunks {
 
 /// The ring over `n_k` stages for one operand layout: cp.async loads of each stage's chunks
 /// (as the op maps them), then the warp's `(16 · MI, 64)` share of each stage on the tensor
-/// cores. With [`PortableOp::B_MARKS`] on a tile of [`MmaTile::warp_rings`], each warp runs its
-/// own ring ([`warp_mainloop`]).
+/// cores. With [`PortableOp::B_MARKS`] on a tile of [`MmaTile::warp_rings`], or of
+/// [`MmaTile::warp_rings_by_plan`] where the launch asks for it, each warp runs its own ring
+/// ([`warp_mainloop`]).
 #[inline(always)]
 unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     p: &Op::Params,
@@ -321,7 +330,7 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     n_k: u32,
     w: WarpTile,
 ) -> Acc {
-    if Op::B_MARKS && t.warp_rings() {
+    if Op::B_MARKS && (t.warp_rings() || (t.warp_rings_by_plan() && Op::warp_rings(p))) {
         return unsafe { warp_mainloop::<Op, I, A_MN, B_K>(p, it, t, smem, n_k, w) };
     }
     let threads = t.threads();

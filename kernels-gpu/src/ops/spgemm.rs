@@ -157,6 +157,11 @@ impl PortableOp for Spgemm {
     const STAGE_AHEAD: bool = true;
 
     #[inline(always)]
+    fn warp_rings(p: &SpgemmParams) -> bool {
+        p.warp_rings != 0
+    }
+
+    #[inline(always)]
     fn flags(_p: &SpgemmParams) -> u32 {
         0 // A K-major (its blocks row-major), B MN-major (its blocks row-major)
     }

@@ -7,19 +7,16 @@
 set -uo pipefail
 # shellcheck source=tools/device-prelude.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../../../tools/device-prelude.sh"
-OLD="${OLD_XTASK:-target/old/xtask}"
 STEPS="${STEPS:-check bench}"
-cs() { timeout 170 compute-sanitizer --tool "$1" --print-limit 20 "$XTASK" validate --no-examples --path "$2" --filter "$3"; }
 if [[ "$STEPS" == *check* ]]; then
-    step val_hopper "$XTASK" validate --path hopper --no-examples
-    step val_portable "$XTASK" validate --path portable --no-examples
-    step memcheck_portable cs memcheck portable spgemm
-    step memcheck_hopper cs memcheck hopper spgemm
-    step memcheck_sddmm cs memcheck portable sddmm
-    step race_hopper_b32x32 cs racecheck hopper b32x32x
-    step race_portable_b32x16 cs racecheck portable b32x16x
-    step sync_hopper_b32x32 cs synccheck hopper b32x32x
-    step sync_portable_b32x16 cs synccheck portable b32x16x
+    validate_both
+    step memcheck_portable sanitize memcheck portable spgemm
+    step memcheck_hopper sanitize memcheck hopper spgemm
+    step memcheck_sddmm sanitize memcheck portable sddmm
+    step race_hopper_b32x32 sanitize racecheck hopper b32x32x
+    step race_portable_b32x16 sanitize racecheck portable b32x16x
+    step sync_hopper_b32x32 sanitize synccheck hopper b32x32x
+    step sync_portable_b32x16 sanitize synccheck portable b32x16x
 fi
 if [[ "$STEPS" == *bench* ]]; then
     step bench_old "$OLD" bench --no-plain --spgemm --spgemm-blocks 16,32 --seed 777 --warmup-ms 2000 --json "$LOGS/bench_old.json"
@@ -28,5 +25,5 @@ fi
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
 cat "$LOGS/summary.txt"
 for f in bench_old bench_new; do
-    [[ -f "$LOGS/$f.log" ]] && { echo "== $f"; grep -E "^(uniform|top16|banded)" "$LOGS/$f.log" | awk '{print $1,$3,$4,$5,$7,$14,$17,$19,$21}'; }
+    [[ -f "$LOGS/$f.log" ]] && { echo "== $f"; grep -E "^(uniform|top16|banded)" "$LOGS/$f.log" | awk '{print $1,$3,$4,$5,$7,$13,$14,$17,$19,$21}'; }
 done
