@@ -50,13 +50,16 @@ unsafe fn record_word(p: &SpgemmParams, r: u32, w: u32) -> u32 {
 /// Element offset of matrix `batch`'s values of A block `blk`, row `row`, column `col`.
 #[inline(always)]
 fn a_offset(p: &SpgemmParams, batch: u32, blk: u32, row: u32, col: u32) -> usize {
-    batch as usize * p.a_batch_stride as usize + ((((blk as usize) << p.bm_log2) + row as usize) << p.bk_log2) + col as usize
+    // The block's start in 64 bits, the offset inside it (under 2^14) in 32: the chunks of one
+    // block then share the wide part.
+    batch as usize * p.a_batch_stride as usize + ((blk as usize) << (p.bm_log2 + p.bk_log2)) + ((row << p.bk_log2) + col) as usize
 }
 
 /// Element offset of matrix `batch`'s values of B block `blk`, row `row`, column `col`.
 #[inline(always)]
 fn b_offset(p: &SpgemmParams, batch: u32, blk: u32, row: u32, col: u32) -> usize {
-    batch as usize * p.b_batch_stride as usize + ((((blk as usize) << p.bk_log2) + row as usize) << p.bn_log2) + col as usize
+    // As `a_offset`.
+    batch as usize * p.b_batch_stride as usize + ((blk as usize) << (p.bk_log2 + p.bn_log2)) + ((row << p.bn_log2) + col) as usize
 }
 
 /// A block-sparse C's blocks `blk_begin .. blk_end` of matrix `batch`, from row `row0` of each.
