@@ -120,9 +120,10 @@ pub struct MmaTile {
 /// Columns of C owned by one warp of the portable kernels.
 pub const WARP_N: u32 = 64;
 
-/// Depth of each warp's ring on a tile with [`MmaTile::warp_rings`]: two stages (one copied while
-/// the other is multiplied) hold the 32-row tile in 48 KB, four blocks (16 warps) per SM, where
-/// three stages (72 KB) held three (perf notes v42).
+/// Depth of each warp's ring where a tile runs warp rings ([`MmaTile::warp_rings`],
+/// [`MmaTile::warp_rings_by_plan`]): two stages (one copied while the other is multiplied) hold
+/// the 32-row tile in 48 KB, four blocks (16 warps) per SM on an H100 (228 KB), where three
+/// stages (72 KB) held three (perf notes v42).
 pub const WARP_RING_STAGES: u32 = 2;
 
 impl MmaTile {
@@ -156,8 +157,9 @@ impl MmaTile {
     /// of one warp row (whose warps share only the A slice) and at least 32 rows. Each warp then
     /// copies its own A slice beside its B columns and passes over the stages where none of its
     /// columns holds a block, with no block barrier between the warps. On the 16-row tile the
-    /// copies of A per warp cost more than the barrier: 1.28× slower at 16×16 blocks, 50 % ×
-    /// 50 %, against 1.35× faster at 32×32, 12.5 % (perf notes v41).
+    /// copies of A per warp cost more than the barrier where the warps skip little (1.28× slower
+    /// at 16×16 blocks, 50 % × 50 %), so the plan chooses there
+    /// ([`MmaTile::warp_rings_by_plan`]; perf notes v41, v42).
     pub const fn warp_rings(&self) -> bool {
         self.warps_m == 1 && self.tm >= 32
     }
@@ -775,9 +777,9 @@ pub struct SpgemmParams {
     /// partial tiles; only plans that keep every row's blocks in column order split tiles,
     /// and their [`SplitGroup`]s name the tile as the fix-up kernel reads it. 0 otherwise.
     pub paired: u32,
-    /// 1 where the plan runs a tile of [`MmaTile::warp_rings_by_plan`] with a ring per warp;
-    /// 0 otherwise (the block ring there; tiles of [`MmaTile::warp_rings`] always run warp
-    /// rings, the Hopper tiles none).
+    /// 1 where the plan runs its portable tile with a ring per warp (read only on tiles of
+    /// [`MmaTile::warp_rings_by_plan`]: tiles of [`MmaTile::warp_rings`] always run warp rings,
+    /// the Hopper tiles none); 0 otherwise.
     pub warp_rings: u32,
     /// A dense C.
     pub out: DenseOut,

@@ -85,7 +85,7 @@ pub fn cp_async_commit() {
 /// Waits until at most `pending` of this thread's committed cp.async groups are in flight.
 #[inline(always)]
 pub fn cp_async_wait(pending: u32) {
-    // The count must be an immediate; the pipeline depths in use are 3..=8 stages.
+    // The count must be an immediate; the pipeline depths in use are 2..=8 stages.
     // SAFETY: waits only.
     unsafe {
         match pending {

@@ -1163,7 +1163,9 @@ impl Context {
 /// [`MmaTile::warp_rings_by_plan`] runs a ring per warp ([`PlanOptions::warp_rings`]). Measured
 /// on the 16-row tile with 16×16 blocks at 8192³ (perf notes v42): warp rings took 0.85× the
 /// block ring's time at a share of 0.71 (uniform 12.5 % × 12.5 %) and 1.28× at 0.995 (50 % ×
-/// 50 %); a line through the two crosses 1 at 0.81.
+/// 50 %); a line through the two crosses 1 at 0.81. Fitted on square 16×16 blocks only: 16-row
+/// blocks 32 to 128 deep or wide (one record per stage, other copy shapes) take the same rule
+/// unmeasured; validate runs them with both rings.
 const WARP_RINGS_BELOW: f64 = 0.8;
 
 /// Items [`warp_stage_share`] counts at most, spread evenly over the plan.

@@ -552,8 +552,8 @@ unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: b
     let mut read = PipelineState::new(WARP_RING_STAGES);
     let mut write = PipelineState::new(WARP_RING_STAGES);
     // Group `g`: the first `S - 1` fill the ring; from then on each iteration computes the
-    // oldest group in flight and copies one more (one call site of the copies, so that they
-    // inline).
+    // oldest group in flight and copies one more (with two stages the compiler peels the fill
+    // into a second call site: the copy closure is inlined by attribute).
     let mut g = 0;
     loop {
         let fill = g < WARP_RING_STAGES - 1;
