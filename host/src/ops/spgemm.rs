@@ -1175,8 +1175,9 @@ const WARP_SHARE_SAMPLE: usize = 1024;
 /// stage) where the warp's columns hold a B block in one of the stage's records: the stages a
 /// ring per warp copies and multiplies, of those the block ring steps every warp through.
 /// Counted on up to [`WARP_SHARE_SAMPLE`] items, each stage as the kernel forms it from the
-/// item's first record (one record per stage with blocks 32 deep or more, spanning `bk / ks`
-/// stages; `ks / bk` records per stage below). 1 where nothing is counted.
+/// item's first record: `ks / bk` records per stage below `ks`; a deeper record spans `bk / ks`
+/// stages that all hold its blocks, so it counts once (the same weight for every record of the
+/// plan). 1 where nothing is counted.
 fn warp_stage_share(words: &[u32], items: &[WorkItem], rec_words: usize, bk: usize, bn: usize, t: MmaTile) -> f64 {
     let (ks, warps) = (t.ks as usize, t.warps_n as usize);
     let warp_n = WARP_N as usize;
@@ -1187,7 +1188,7 @@ fn warp_stage_share(words: &[u32], items: &[WorkItem], rec_words: usize, bk: usi
             (first..last).fold(0, |m, w| m | 1 << w)
         })
         .collect();
-    let (records_per_stage, stages_per_record) = ((ks / bk).max(1), (bk / ks).max(1) as u64);
+    let records_per_stage = (ks / bk).max(1);
     let (mut live, mut all) = (0u64, 0u64);
     for it in items.iter().step_by(items.len().div_ceil(WARP_SHARE_SAMPLE).max(1)) {
         let (mut r, end) = (it.k_begin as usize, it.k_end as usize);
@@ -1199,8 +1200,8 @@ fn warp_stage_share(words: &[u32], items: &[WorkItem], rec_words: usize, bk: usi
                 .flat_map(|rec| rec[1..].iter().zip(&warp_bits))
                 .filter(|&(&q, _)| q != NO_BLOCK)
                 .fold(0u32, |m, (_, &bits)| m | bits);
-            live += held.count_ones() as u64 * stages_per_record;
-            all += warps as u64 * stages_per_record;
+            live += held.count_ones() as u64;
+            all += warps as u64;
             r = next;
         }
     }

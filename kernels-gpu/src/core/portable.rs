@@ -446,16 +446,7 @@ unsafe fn mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
         // Which of the warp's granules hold data, per 16 K rows: all unless the op marks B.
         // SAFETY: the slot's marks, written before the barrier that opened this stage.
         let present = |kk: u32| if Op::B_MARKS { unsafe { ld_shared_u32(marks(slot) + kk * (t.tn / 16) + w.col0 / 16) } } else { u32::MAX };
-        unsafe {
-            compute::<Op, I, A_MN, B_K>(
-                &mut acc,
-                a_ring.offset(slot * t.a_stage_bytes()),
-                b_ring.offset(slot * t.b_stage_bytes()),
-                t,
-                w,
-                present,
-            )
-        };
+        unsafe { compute::<Op, I, A_MN, B_K>(&mut acc, (a_ring, b_ring), slot, t, w, present) };
         read.advance();
         write.advance();
         st += 1;
@@ -573,16 +564,7 @@ unsafe fn warp_mainloop<Op: PortableOp, I: Input, const A_MN: bool, const B_K: b
             let slot = read.slot;
             // Granule g's byte of the half's word, as the block ring's marks.
             let present = |kk: u32| spread_granules((m >> (4 * kk)) & 0xf);
-            unsafe {
-                compute::<Op, I, A_MN, B_K>(
-                    &mut acc,
-                    a_ring.offset(slot * t.a_stage_bytes()),
-                    b_ring.offset(slot * t.b_stage_bytes()),
-                    t,
-                    w,
-                    present,
-                )
-            };
+            unsafe { compute::<Op, I, A_MN, B_K>(&mut acc, (a_ring, b_ring), slot, t, w, present) };
             read.advance();
         }
         g += 1;
@@ -658,18 +640,20 @@ unsafe fn load_marked_b<Op: PortableOp, const B_K: bool>(
     }
 }
 
-/// The warp's `(16 · MI, 64)` sub-tile over one ring slot (`a_slot`, `b_slot`): `present(kk)`
-/// says which of the warp's four 16-column granules hold data in K rows `16 kk ..` (byte `j`
-/// for granule `j`: n8 groups `2j`, `2j + 1`), `u32::MAX` where the op does not mark B.
+/// The warp's `(16 · MI, 64)` sub-tile over slot `slot` of the rings `(A, B)` (either ring's
+/// layout: the slot's A and B stages at `slot` stage sizes from each base): `present(kk)` says
+/// which of the warp's four 16-column granules hold data in K rows `16 kk ..` (byte `j` for
+/// granule `j`: n8 groups `2j`, `2j + 1`), `u32::MAX` where the op does not mark B.
 #[inline(always)]
 unsafe fn compute<Op: PortableOp, I: Input, const A_MN: bool, const B_K: bool>(
     acc: &mut Acc,
-    a_slot: SmemTile,
-    b_slot: SmemTile,
+    (a_ring, b_ring): (SmemTile, SmemTile),
+    slot: u32,
     t: MmaTile,
     w: WarpTile,
     present: impl Fn(u32) -> u32,
 ) {
+    let (a_slot, b_slot) = (a_ring.offset(slot * t.a_stage_bytes()), b_ring.offset(slot * t.b_stage_bytes()));
     let lane = w.lane;
     let mut kk = 0;
     while kk < t.ks / 16 {
