@@ -914,6 +914,45 @@ pub const fn fixup_parts(tm: u32, tn: u32) -> u32 {
     (tm * tn).div_ceil(FIXUP_SPAN)
 }
 
+/// Launch parameters of the densify kernel: a block-sparse matrix's values written out as a
+/// dense row-major `(rows, cols)` matrix, zeros outside its blocks (per matrix `b` of a batch):
+/// ```text
+/// for r in 0..rows, c in 0..cols:
+///     q = cells[(r >> bm_log2) * (cols >> bn_log2) + (c >> bn_log2)]
+///     out[b][r * cols + c] = if q == NO_BLOCK { 0 } else { values[b][q][r % bm][c % bn] }
+/// ```
+/// BSR × BSR streams B that way where its blocks are small and most are present (the SpMM
+/// kernels then read it as a dense operand). 16-bit elements, moved as bits.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DensifyParams {
+    /// The blocks' values, `(nnzb, bm, bn)` row-major per block, matrix after matrix.
+    pub values: u64,
+    /// `((rows / bm) · (cols / bn),)`: per block cell, row-major, its block or [`NO_BLOCK`].
+    pub cells: u64,
+    /// The dense output, `(batch, rows, cols)` row-major.
+    pub out: u64,
+    /// Elements between matrices of `values`.
+    pub values_batch_stride: u64,
+    /// Rows of a matrix.
+    pub rows: u32,
+    /// Columns of a matrix (a multiple of the block width, at least 16).
+    pub cols: u32,
+    /// log2 of the block height.
+    pub bm_log2: u32,
+    /// log2 of the block width (at least 3: a thread moves 8 elements of one block row).
+    pub bn_log2: u32,
+    /// Matrices.
+    pub batch: u32,
+    /// Padding (keeps the layout the same on host and device).
+    pub _pad: u32,
+}
+
+/// Threads per block of the densify kernel.
+pub const DENSIFY_THREADS: u32 = 256;
+/// Elements one densify thread moves per step (one 16-byte load and store).
+pub const DENSIFY_CHUNK: u32 = 8;
+
 /// A Hopper kernel's parameter block: three `CUtensorMap`s (128 bytes each) and the op's own
 /// parameters. The build step declares this parameter 64-byte aligned, as TMA requires, and the
 /// kernel hands the maps' parameter-space addresses to `cp.async.bulk.tensor`.
@@ -945,6 +984,16 @@ pub enum OpKind {
     Spgemm,
     /// Sum of split-K partial tiles into C.
     Fixup,
+    /// A block-sparse matrix's values written out dense ([`DensifyParams`]).
+    Densify,
+}
+
+impl OpKind {
+    /// Whether the op's kernels are products on the tensor cores (with tiles), not helpers
+    /// (the fix-up and densify kernels).
+    pub const fn tensor_core(self) -> bool {
+        matches!(self, OpKind::Spmm | OpKind::Sddmm | OpKind::Spgemm)
+    }
 }
 
 /// Which instruction family a kernel is built on.
@@ -959,7 +1008,8 @@ pub enum KernelFamily {
 /// Calls `$m!(entry_name, OpKind, KernelFamily, InputType, tile_index, OutputType)` once for
 /// every kernel the device crate exports: per op and family, inputs f16 / bf16 × tiles × outputs
 /// f16 / bf16 / f32 (the tile index points into [`MMA_TILES`] or [`WGMMA_TILES`]; the fix-up
-/// kernels have no input type or tile, and list F16 and 0). The device crate defines the entry
+/// kernels have no input type or tile, and list F16 and 0; the densify kernel moves 16-bit
+/// values as bits, for f16 and bf16 alike, and lists F16, 0 and F16). The device crate defines the entry
 /// points from it, the build step patches the Hopper entries' headers, and the host crate loads
 /// its typed kernel handles and checks the PTX and SASS, so they cannot drift.
 #[macro_export]
@@ -1088,5 +1138,6 @@ macro_rules! for_each_kernel {
         $m!(fixup_f16, Fixup, Portable, F16, 0, F16);
         $m!(fixup_bf16, Fixup, Portable, F16, 0, Bf16);
         $m!(fixup_f32, Fixup, Portable, F16, 0, F32);
+        $m!(densify_b16, Densify, Portable, F16, 0, F16);
     };
 }

@@ -25,6 +25,12 @@
         cubin: include_bytes!("fixup_portable.sm_80.cubin"),
     },
     Embedded {
+        arch: Arch::Sm80,
+        module: Module { op: OpKind::Densify, family: KernelFamily::Portable },
+        ptx: include_str!("densify_portable.sm_80.ptx"),
+        cubin: include_bytes!("densify_portable.sm_80.cubin"),
+    },
+    Embedded {
         arch: Arch::Sm90a,
         module: Module { op: OpKind::Spmm, family: KernelFamily::Portable },
         ptx: include_str!("spmm_portable.sm_90a.ptx"),
@@ -47,6 +53,12 @@
         module: Module { op: OpKind::Fixup, family: KernelFamily::Portable },
         ptx: include_str!("fixup_portable.sm_90a.ptx"),
         cubin: include_bytes!("fixup_portable.sm_90a.cubin"),
+    },
+    Embedded {
+        arch: Arch::Sm90a,
+        module: Module { op: OpKind::Densify, family: KernelFamily::Portable },
+        ptx: include_str!("densify_portable.sm_90a.ptx"),
+        cubin: include_bytes!("densify_portable.sm_90a.cubin"),
     },
     Embedded {
         arch: Arch::Sm90a,

@@ -68,7 +68,7 @@ impl Arch {
 }
 
 /// One kernel module: the entries of the kernel list of one op and one family (the split-K
-/// fix-up kernels form their own module).
+/// fix-up kernels and the densify kernel form modules of their own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Module {
     /// The op.
@@ -79,11 +79,12 @@ pub struct Module {
 
 impl Module {
     /// Every module, each built for every [`Arch`] that has its family.
-    pub const ALL: [Module; 7] = [
+    pub const ALL: [Module; 8] = [
         Module { op: OpKind::Spmm, family: KernelFamily::Portable },
         Module { op: OpKind::Sddmm, family: KernelFamily::Portable },
         Module { op: OpKind::Spgemm, family: KernelFamily::Portable },
         Module { op: OpKind::Fixup, family: KernelFamily::Portable },
+        Module { op: OpKind::Densify, family: KernelFamily::Portable },
         Module { op: OpKind::Spmm, family: KernelFamily::Hopper },
         Module { op: OpKind::Sddmm, family: KernelFamily::Hopper },
         Module { op: OpKind::Spgemm, family: KernelFamily::Hopper },
@@ -186,6 +187,7 @@ pub fn entries() -> Vec<KernelEntry> {
 pub fn launch_shape(key: &KernelKey) -> (u32, u32) {
     match (key.op, key.family) {
         (OpKind::Fixup, _) => (blocksparse_abi::FIXUP_THREADS, 0),
+        (OpKind::Densify, _) => (blocksparse_abi::DENSIFY_THREADS, 0),
         (op, KernelFamily::Portable) => {
             let t = MMA_TILES[key.tile];
             // BSR × BSR marks absent B: a ring per warp where the tile takes one (`warp_rings`),
@@ -351,7 +353,7 @@ mod tests {
     /// (perf notes v41, v42).
     #[test]
     fn portable_kernels_get_the_shared_memory_of_their_rings() {
-        for e in entries().into_iter().filter(|e| e.key.family == KernelFamily::Portable && e.key.op != OpKind::Fixup) {
+        for e in entries().into_iter().filter(|e| e.key.family == KernelFamily::Portable && e.key.op.tensor_core()) {
             let t = MMA_TILES[e.key.tile];
             let (threads, smem) = launch_shape(&e.key);
             assert_eq!(threads, t.threads(), "{}", e.name);

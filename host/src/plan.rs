@@ -502,13 +502,33 @@ pub(crate) struct DeviceWork {
     pub grid: u32,
     /// Thread blocks of the fix-up launch (0 without split items).
     pub fixup_grid: u32,
-    /// Recorded after the last product that used the split-K workspace (the write intent that
-    /// a guard taken through the plan's `&self` cannot express); its lock also serializes the
-    /// products of one plan queued from several threads.
+    /// The split-K workspace's user.
+    busy: Exclusive,
+}
+
+/// A workspace a plan owns and its products write: the event recorded after the last product
+/// that used it (the write intent that a guard taken through the plan's `&self` cannot
+/// express); its lock also serializes the products of one plan queued from several threads.
+#[derive(Default)]
+pub(crate) struct Exclusive {
     last_use: Mutex<Option<CudaEvent>>,
 }
 
-/// One product's use of a plan's split-K workspace (see [`DeviceWork::workspace`]).
+impl Exclusive {
+    /// Exclusive use for one product on `stream` where `active` (the workspace is written):
+    /// `stream` waits for the previous product that used it (on whatever stream it was
+    /// queued), and [`WorkspaceUse::release`] marks it busy until this product's launches are
+    /// done.
+    pub fn acquire<'a>(&'a self, cuda: &'a Arc<CudaContext>, stream: &'a Arc<CudaStream>, active: bool) -> Result<WorkspaceUse<'a>> {
+        let last_use = self.last_use.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if active && let Some(previous) = last_use.as_ref() {
+            stream.wait(previous)?;
+        }
+        Ok(WorkspaceUse { last_use, cuda, stream, split: active })
+    }
+}
+
+/// One product's use of a plan's workspace (see [`Exclusive::acquire`]).
 pub(crate) struct WorkspaceUse<'a> {
     last_use: MutexGuard<'a, Option<CudaEvent>>,
     cuda: &'a Arc<CudaContext>,
@@ -581,19 +601,13 @@ impl DeviceWork {
             Some(stream.alloc_zeros::<f32>(elems)?)
         };
         let grid = if work.schedule.is_empty() { work.items.len() } else { work.schedule.len() - 1 };
-        Ok(DeviceWork { items, schedule, groups, partials, grid: grid as u32, fixup_grid: fixup_grid as u32, last_use: Mutex::new(None) })
+        Ok(DeviceWork { items, schedule, groups, partials, grid: grid as u32, fixup_grid: fixup_grid as u32, busy: Exclusive::default() })
     }
 
-    /// Exclusive use of the split-K workspace for one product on `stream`: `stream` waits for
-    /// the previous product that used it (on whatever stream it was queued), and
-    /// [`WorkspaceUse::release`] marks it busy until this product's launches are done.
+    /// Exclusive use of the split-K workspace for one product on `stream`
+    /// ([`Exclusive::acquire`]; nothing to wait for without split items).
     pub fn workspace<'a>(&'a self, cuda: &'a Arc<CudaContext>, stream: &'a Arc<CudaStream>) -> Result<WorkspaceUse<'a>> {
-        let last_use = self.last_use.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let split = self.fixup_grid > 0;
-        if split && let Some(previous) = last_use.as_ref() {
-            stream.wait(previous)?;
-        }
-        Ok(WorkspaceUse { last_use, cuda, stream, split })
+        self.busy.acquire(cuda, stream, self.fixup_grid > 0)
     }
 
     /// The kernels' view of the work (pointers valid while the guards live).

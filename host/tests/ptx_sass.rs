@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use blocksparse::abi::{KernelFamily, OpKind};
+use blocksparse::abi::KernelFamily;
 use blocksparse::kernels::{self, Arch, Module};
 
 const TOOLS_ENV: &str = "BLOCKSPARSE_CUDA_TOOLS";
@@ -171,7 +171,7 @@ fn entries_where(f: impl Fn(&kernels::KernelKey) -> bool) -> Vec<&'static str> {
 
 /// The portable main kernels (every op).
 fn mma_entries() -> Vec<&'static str> {
-    entries_where(|k| k.family == KernelFamily::Portable && k.op != OpKind::Fixup)
+    entries_where(|k| k.family == KernelFamily::Portable && k.op.tensor_core())
 }
 
 /// The Hopper main kernels (every op).
@@ -179,8 +179,9 @@ fn wgmma_entries() -> Vec<&'static str> {
     entries_where(|k| k.family == KernelFamily::Hopper)
 }
 
-fn fixup_entries() -> Vec<&'static str> {
-    entries_where(|k| k.op == OpKind::Fixup)
+/// The helper kernels (split-K fix-up, densify).
+fn helper_entries() -> Vec<&'static str> {
+    entries_where(|k| !k.op.tensor_core())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,9 +274,9 @@ fn check_arch(test: &str, arch: Arch) {
     }
 
     let hot = hot_entries(target);
-    let fixup = fixup_entries();
-    assert!(!hot.is_empty() && !fixup.is_empty(), "the kernel lists in blocksparse_abi are empty");
-    let missing: Vec<&str> = hot.iter().chain(&fixup).copied().filter(|n| !report.entries.contains(*n)).collect();
+    let helpers = helper_entries();
+    assert!(!hot.is_empty() && !helpers.is_empty(), "the kernel lists in blocksparse_abi are empty");
+    let missing: Vec<&str> = hot.iter().chain(&helpers).copied().filter(|n| !report.entries.contains(*n)).collect();
     assert!(missing.is_empty(), "{target}: entry points missing from the ptxas output: {missing:?}\nfound: {:?}", report.entries);
 
     let mut problems = Vec::new();

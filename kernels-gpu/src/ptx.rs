@@ -237,6 +237,19 @@ pub unsafe fn st_shared_v2_u32(addr: u32, a: u32, b: u32) {
     unsafe { asm!("st.shared.v2.b32 [{0}], {{{1},{2}}};", in(reg32) addr, in(reg32) a, in(reg32) b, options(nostack)) };
 }
 
+/// 16-byte read-only (non-coherent cache) global load (`p` 16-byte aligned).
+#[inline(always)]
+pub unsafe fn ld_global_nc_v4_u32(p: *const u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees that `p` is a readable, 16-byte aligned global address that
+    // the kernel does not write.
+    unsafe {
+        asm!("ld.global.nc.v4.b32 {{{0},{1},{2},{3}}}, [{4}];", out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) p,
+            options(pure, nostack, readonly))
+    };
+    [a, b, c, d]
+}
+
 /// 16-byte global store (`p` 16-byte aligned).
 #[inline(always)]
 pub unsafe fn st_global_v4_u32(p: *mut u32, v: [u32; 4]) {

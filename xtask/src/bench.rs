@@ -106,6 +106,10 @@ pub struct Args {
     /// Square block sizes of the SpGEMM cases, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "64,128")]
     spgemm_blocks: Vec<usize>,
+    /// With --spgemm: also time uniformly random A and B at these block densities (cases
+    /// `uniform<d> x uniform<d>` after the issue's four), e.g. to place a planner threshold.
+    #[arg(long, value_delimiter = ',')]
+    spgemm_uniform: Vec<f64>,
     /// With --peers --spgemm: the longest a PyTorch SpGEMM case may take, in seconds (each case
     /// runs in its own python3, killed after this; the table then says "timeout").
     #[arg(long, default_value_t = 90)]
@@ -123,6 +127,11 @@ pub struct Args {
     /// `--groups` size).
     #[arg(long)]
     unpaired: bool,
+    /// With --spgemm: also time each case of a dense C on both routes, streaming the records
+    /// (`PlanOptions::dense_b = Some(false)`, rows "records") and with B streamed dense into
+    /// the SpMM kernels (`Some(true)`, rows "B dense"; the kernel column says `/B`).
+    #[arg(long)]
+    routes: bool,
     /// Also time plain SpMM with these block rows merged per tile (`PlanOptions::merge_rows`;
     /// 1: never merged) instead of the planner's choice, where the kernels can (rows "spmm
     /// M<m>"; the kernel column says `/m` for a merged plan).
@@ -956,6 +965,9 @@ pub fn run(args: Args) -> Res<bool> {
         }
     }
     if args.spgemm {
+        if let Some(d) = args.spgemm_uniform.iter().find(|&&d| !(d > 0.0 && d <= 1.0)) {
+            return Err(format!("--spgemm-uniform {d}: a block density must be in (0, 1]"));
+        }
         for &bs in &args.spgemm_blocks {
             if bs == 0 || !args.m.is_multiple_of(bs) || !args.k.is_multiple_of(bs) || !args.n.is_multiple_of(bs) {
                 return Err(format!("M = {}, N = {} and K = {} must be multiples of the SpGEMM block size {bs}", args.m, args.n, args.k));
@@ -968,7 +980,7 @@ pub fn run(args: Args) -> Res<bool> {
         args.blocks.len() * args.densities.len() * (1 + args.skewed as usize + 2 * args.structured as usize)
             + args.blocks.len() * if args.masks { MaskFamily::REAL.len() - 1 + args.mixed as usize } else { 0 }
     }) + args.blocks.len() * (args.ops as usize + args.batched as usize)
-        + if args.spgemm { args.spgemm_blocks.len() * spgemm::CASES } else { 0 };
+        + if args.spgemm { args.spgemm_blocks.len() * (spgemm::CASES + args.spgemm_uniform.len()) } else { 0 };
     let bar = ProgressBar::new((per_dtype * args.dtypes.len()) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()));
     let mut rows = Vec::new();

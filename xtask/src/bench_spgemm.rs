@@ -207,8 +207,13 @@ struct Case {
 }
 
 /// The kernel a BSR × BSR plan runs, as the bench and validate print it: family and tile rows,
-/// `/p` where its C blocks are paired by shared K, `/w` where its warps run their own rings.
+/// `/p` where its C blocks are paired by shared K, `/w` where its warps run their own rings;
+/// with B streamed dense, the SpMM plan's tile and `/B`.
 pub fn kernel_label(plan: &blocksparse::SpgemmPlan) -> String {
+    if plan.dense_b() {
+        // The SpMM plan's tile (e.g. `Hopper128k16`).
+        return format!("{}/B", plan.tile());
+    }
     let (paired, warps) = (if plan.pairs_columns() { "/p" } else { "" }, if plan.warp_rings() { "/w" } else { "" });
     format!("{:?}{}{paired}{warps}", plan.tile().family, plan.tile().shape().0)
 }
@@ -223,6 +228,12 @@ fn cases((gm, gk, gn): (usize, usize, usize), rng: &mut TestRng) -> Vec<Case> {
     ];
     debug_assert_eq!(v.len(), CASES);
     v
+}
+
+/// `uniform<d> x uniform<d>` (`--spgemm-uniform`).
+fn uniform_case((gm, gk, gn): (usize, usize, usize), d: f64, rng: &mut TestRng) -> Case {
+    let name = format!("uniform{d}");
+    Case { pattern_a: name.clone(), pattern_b: name, mask_a: exact_mask(gm, gk, d, rng), mask_b: exact_mask(gk, gn, d, rng) }
 }
 
 /// Two value sets of one `(rows, cols)` pattern in `(bs, bs)` blocks (sharing the pattern, so
@@ -261,7 +272,9 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
     let esize = std::mem::size_of::<T>() as f64;
     let first_row = rows.len();
     for &bs in &args.spgemm_blocks {
-        for case in cases((m / bs, k / bs, n / bs), &mut rng) {
+        let mut all = cases((m / bs, k / bs, n / bs), &mut rng);
+        all.extend(args.spgemm_uniform.iter().map(|&d| uniform_case((m / bs, k / bs, n / bs), d, &mut rng)));
+        for case in all {
             let name = format!("{} x {}", case.pattern_a, case.pattern_b);
             bar.set_message(format!("{dt} spgemm b{bs} {name}"));
             let a = operand_pair::<T>(ctx, m, k, bs, &case.mask_a, &mut rng)?;
@@ -277,17 +290,26 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
             });
             // The planner's plan, then one per N-tile group size of `--groups` (label "G<g>"),
             // each also with C blocks paired in column order where `--unpaired` asks.
+            // With `--routes`, the dense C's plans on each route too ("records", "B dense").
             let pairings: &[(&str, Option<bool>)] = if args.unpaired { &[("", None), (" unpaired", Some(false))] } else { &[("", None)] };
+            let routes: &[(&str, Option<bool>)] =
+                if args.routes { &[("", None), (" records", Some(false)), (" B dense", Some(true))] } else { &[("", None)] };
             let plans = std::iter::once((String::new(), None))
                 .chain(args.group_choices().map(|(g, group)| (format!(" G{g}"), group)))
                 .flat_map(|(label, g)| {
-                    pairings.iter().map(move |&(p, pair_columns)| {
-                        (format!("{label}{p}"), PlanOptions { n_tile_group: g, pair_columns, ..Default::default() })
+                    pairings.iter().flat_map(move |&(p, pair_columns)| {
+                        let label = label.clone();
+                        routes.iter().map(move |&(r, dense_b)| {
+                            (format!("{label}{p}{r}"), PlanOptions { n_tile_group: g, pair_columns, dense_b, ..Default::default() })
+                        })
                     })
                 })
                 .collect::<Vec<_>>();
             let outs = [("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)];
-            for ((c_kind, out), (suffix, opts)) in outs.iter().flat_map(|o| plans.iter().map(move |p| (o.clone(), p.clone()))) {
+            let choices = outs.iter().flat_map(|o| plans.iter().map(move |p| (o.clone(), p.clone())));
+            for ((c_kind, out), (suffix, opts)) in
+                choices.filter(|((_, out), (_, o))| matches!(out, SpgemmOutput::Dense) || o.dense_b.is_none())
+            {
                 let label = format!("{c_kind}{suffix}");
                 let dense_c = matches!(out, SpgemmOutput::Dense);
                 let what = |e: String| format!("spgemm {id}, C {label}: {e}");

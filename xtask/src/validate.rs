@@ -211,6 +211,8 @@ struct CasePlan {
     /// BSR × BSR: `PlanOptions::warp_rings` (16-row blocks: the plan must run the ring asked
     /// for).
     warp: Option<bool>,
+    /// BSR × BSR into a dense C: `PlanOptions::dense_b` (the plan must stream B dense, or not).
+    dense_b: Option<bool>,
 }
 
 fn short(l: Layout) -> &'static str {
@@ -842,8 +844,18 @@ fn spgemm_cases(v: &mut Cases) {
     for c in sixteen {
         for warp in [true, false] {
             let label = c.label.clone() + if warp { " warp-rings" } else { " block-ring" };
-            v.0.push(Case { label, plan: CasePlan { warp: Some(warp), ..c.plan }, ..c.clone() });
+            v.0.push(Case { label, plan: CasePlan { warp: Some(warp), dense_b: Some(false), ..c.plan }, ..c.clone() });
         }
+    }
+
+    // A dense C may stream B dense into the SpMM kernels (perf notes v44): every case of a
+    // dense C (but the copies with a ring asked for) once more on that route (its default
+    // covers only 16×16 blocks at least 35 % full), the records' knobs left to their defaults.
+    let dense: Vec<Case> =
+        v.0[first..].iter().filter(|c| matches!(c.op, Op::Spgemm(Spgemm { c: Dense(_), .. })) && c.plan.warp.is_none()).cloned().collect();
+    for c in dense {
+        let plan = CasePlan { dense_b: Some(true), pair: None, ..c.plan };
+        v.0.push(Case { label: c.label.clone() + " dense-b", plan, ..c });
     }
 }
 
@@ -1175,7 +1187,7 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
         (SpC::Mask(_), Some(t)) => SpgemmOutput::Mask(t.pattern().clone()),
         _ => SpgemmOutput::Product,
     };
-    let opts = PlanOptions { pair_columns: c.plan.pair, warp_rings: c.plan.warp, ..Default::default() };
+    let opts = PlanOptions { pair_columns: c.plan.pair, warp_rings: c.plan.warp, dense_b: c.plan.dense_b, ..Default::default() };
     let size = ctx.spgemm_size_with(&a_dev, &b_dev, &out, &opts).map_err(e)?;
     let plan = ctx.plan_spgemm_with(&a_dev, &b_dev, out, &opts).map_err(e)?;
     if c.plan.pair == Some(true) && plan.tile().family == blocksparse::abi::KernelFamily::Hopper && !plan.pairs_columns() {
@@ -1183,6 +1195,9 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
     }
     if c.plan.warp.is_some_and(|w| w != plan.warp_rings()) {
         return Err("the plan does not run the ring asked for".into());
+    }
+    if c.plan.dense_b.is_some_and(|d| d != plan.dense_b()) {
+        return Err("the plan does not stream B as asked for".into());
     }
     // C's blocks as the reference sees them (a block-sparse C).
     let (c_rp, c_ci) = match &template {
@@ -1271,6 +1286,7 @@ fn error_kind(e: &blocksparse::Error) -> &'static str {
         BatchMismatch { .. } => "BatchMismatch",
         PlanMismatch(_) => "PlanMismatch",
         NotFinite { .. } => "NotFinite",
+        UnsupportedOption { .. } => "UnsupportedOption",
         _ => "another error",
     }
 }
@@ -1302,6 +1318,8 @@ fn spgemm_errors(ctx: &Context, seed: u64) -> (bool, String) {
         let product = ctx.plan_spgemm(&a, &b, SpgemmOutput::Product).map_err(e)?;
         let product_again = ctx.plan_spgemm(&a, &b, SpgemmOutput::Product).map_err(e)?;
         let masked = ctx.plan_spgemm(&a, &b, SpgemmOutput::Mask(mask.pattern().clone())).map_err(e)?;
+        let dense_b = PlanOptions { dense_b: Some(true), ..Default::default() };
+        let streamed = ctx.plan_spgemm_with(&a, &b, SpgemmOutput::Dense, &dense_b).map_err(e)?;
         let sentinel = 3.25f32;
         let mut c = ctx.upload_matrix(m, n, &vec![sentinel; m * n]).map_err(e)?;
         let mut c_wide = ctx.upload_matrix(m, n + 8, &vec![sentinel; m * (n + 8)]).map_err(e)?;
@@ -1320,6 +1338,20 @@ fn spgemm_errors(ctx: &Context, seed: u64) -> (bool, String) {
             ("plan: batch of B is not A's", plan(&a, &b2, dense_out()), "BatchMismatch"),
             ("plan: mask of another width", plan(&a, &b, SpgemmOutput::Mask(mask_wide.pattern().clone())), "ShapeMismatch"),
             ("plan: mask of another block height", plan(&a, &b, SpgemmOutput::Mask(mask_low.pattern().clone())), "ShapeMismatch"),
+            (
+                "plan: B dense for a product-pattern C",
+                ctx.plan_spgemm_with(&a, &b, SpgemmOutput::Product, &dense_b).map(drop),
+                "UnsupportedOption",
+            ),
+            (
+                "size: B dense for a masked C",
+                ctx.spgemm_size_with(&a, &b, &SpgemmOutput::Mask(mask.pattern().clone()), &dense_b).map(drop),
+                "UnsupportedOption",
+            ),
+            ("spgemm, B dense: A of another pattern object", ctx.spgemm(&streamed, 1.0, &a_again, &b, 0.0, &mut c), "PlanMismatch"),
+            ("spgemm, B dense: C of another width", ctx.spgemm(&streamed, 1.0, &a, &b, 0.0, &mut c_wide), "ShapeMismatch"),
+            ("spgemm, B dense: C of another batch", ctx.spgemm(&streamed, 1.0, &a, &b, 0.0, &mut c2), "BatchMismatch"),
+            ("spgemm, B dense: beta NaN", ctx.spgemm(&streamed, 1.0, &a, &b, f32::NAN, &mut c), "NotFinite"),
             ("spgemm: A of another pattern object", ctx.spgemm(&dense, 1.0, &a_again, &b, 0.0, &mut c), "PlanMismatch"),
             ("spgemm: B of another pattern object", ctx.spgemm(&dense, 1.0, &a, &b_again, 0.0, &mut c), "PlanMismatch"),
             ("spgemm: a product-pattern plan", ctx.spgemm(&product, 1.0, &a, &b, 0.0, &mut c), "PlanMismatch"),

@@ -32,6 +32,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
+use super::spgemm_dense_b::{DenseB, dense_b_device_bytes, dense_b_may_pay, dense_b_pays};
 use super::{PlanOptions, TileChoice, c_store_map, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::bsr::BlockShape;
 use crate::context::Context;
@@ -119,6 +120,9 @@ pub struct SpgemmPlan {
     pairs_columns: bool,
     /// A portable tile with a ring per warp ([`PlanOptions::warp_rings`]).
     warp_rings: bool,
+    /// B streamed dense into the SpMM kernels ([`PlanOptions::dense_b`]; the records, work
+    /// and device work below are then empty).
+    dense_b: Option<DenseB>,
     /// Hopper: the rows of A's and B's values (where the zero boxes start; bounded by the tile
     /// choice); 0 for the portable kernels, which do not use them.
     zero_rows: (u32, u32),
@@ -149,9 +153,14 @@ impl SpgemmPlan {
     pub fn batch(&self) -> usize {
         self.batch
     }
-    /// The kernel family and tile it launches.
+    /// The kernel family and tile it launches (with B streamed dense: the SpMM plan's, of a
+    /// split SpMM plan its merged part's).
     pub fn tile(&self) -> TileChoice {
         self.choice
+    }
+    /// Whether each product streams B dense into the SpMM kernels ([`PlanOptions::dense_b`]).
+    pub fn dense_b(&self) -> bool {
+        self.dense_b.is_some()
     }
     /// Whether each tile's two C blocks are two blocks of the row that share K rather than
     /// neighbours ([`PlanOptions::pair_columns`]).
@@ -163,17 +172,22 @@ impl SpgemmPlan {
     pub fn warp_rings(&self) -> bool {
         self.warp_rings
     }
-    /// The host-side work list.
+    /// The host-side work list (with B streamed dense: the SpMM plan's, of a split SpMM plan
+    /// its merged part's).
     pub fn work(&self) -> &WorkList {
-        &self.work
+        match &self.dense_b {
+            Some(d) => d.spmm.work(),
+            None => &self.work,
+        }
     }
-    /// Bytes of device memory the plan holds (records, work list, workspace).
+    /// Bytes of device memory the plan holds (records, work list, workspace; with B streamed
+    /// dense, the dense B, its cell map and the SpMM plan).
     pub fn device_bytes(&self) -> usize {
         let product = match (&self.c_pattern, self.product_pattern) {
             (Some(p), true) => 4 * p.col_idx.len(),
             _ => 0,
         };
-        4 * self.records.len() + self.device.bytes() + product
+        4 * self.records.len() + self.device.bytes() + product + self.dense_b.as_ref().map_or(0, DenseB::device_bytes)
     }
 }
 
@@ -626,6 +640,8 @@ struct Symbolic {
     tiles: Vec<[u32; 6]>,
     /// Host threads of the walks ([`PlanOptions::threads`]).
     threads: usize,
+    /// B streamed dense ([`PlanOptions::dense_b`]): no records walked.
+    dense_b: bool,
 }
 
 /// Block columns of C over which a paired plan's blocks are matched at most
@@ -764,6 +780,21 @@ impl Context {
         };
         let choice = self.spgemm_tile::<T>(&a.pattern, &b.pattern, c_blocks)?;
         let bn = b.block().bk;
+        // B streamed dense: asked for (no records walked), or (the default) where the dense-B
+        // route's modeled time is below the records', counted below.
+        let may_stream_b = match opts.dense_b {
+            Some(true) if !matches!(out, SpgemmOutput::Dense) => {
+                return Err(Error::UnsupportedOption { option: "dense_b", why: "B is streamed dense for a dense C only".into() });
+            }
+            Some(true) => return self.dense_b_symbolic(a, b, counts.pairs, choice),
+            Some(false) => false,
+            // A records knob given keeps the records.
+            None => {
+                opts.warp_rings.is_none()
+                    && opts.pair_columns.is_none()
+                    && dense_b_may_pay(self.arch().has(KernelFamily::Hopper), &a.pattern, &b.pattern, out)
+            }
+        };
         let mut layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
         let tile_cols = layout.tile_cols();
         let group_cols = match opts.n_tile_group {
@@ -816,6 +847,9 @@ impl Context {
         };
         let pre_tiles = pre.tiles.len();
         let rec = zip_groups(pre, &layout, None)?;
+        if may_stream_b && dense_b_pays(&a.pattern, b.ncols(), rec.n_records, counts.pairs) {
+            return self.dense_b_symbolic(a, b, counts.pairs, choice);
+        }
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
         if rec.n_records.checked_mul(w).is_none_or(|words| words > u32::MAX as usize) {
@@ -848,7 +882,25 @@ impl Context {
         // The zipped tiles, kept for the storing pass: where each row's records start, and a
         // paired walk's pairs (not chosen twice; a paired layout has one column group, so
         // `zip_groups` left them as the walk listed them).
-        Ok((Symbolic { size, product, layout, group_cols, tiles: rec.tiles, threads }, choice))
+        Ok((Symbolic { size, product, layout, group_cols, tiles: rec.tiles, threads, dense_b: false }, choice))
+    }
+
+    /// The symbolic phase of a plan that streams B dense: its sizes (no records).
+    fn dense_b_symbolic<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        pairs: usize,
+        choice: TileChoice,
+    ) -> Result<(Symbolic, TileChoice)> {
+        // The SpMM plan's host structures are about the size of its device ones (counted
+        // twice: its candidates), beside B's cell map.
+        let (dense, cells, spmm) = dense_b_device_bytes(a, b)?;
+        let (device_bytes, host_bytes) = (dense + cells + spmm, cells + 2 * spmm);
+        let c_blocks = a.pattern.block_rows() * b.pattern.block_cols();
+        let size = SpgemmSize { pairs, c_blocks, records: 0, tiles: 0, device_bytes, host_bytes };
+        let layout = Layout2::new(choice, b.block().bk, true);
+        Ok((Symbolic { size, product: None, layout, group_cols: 0, tiles: Vec::new(), threads: 1, dense_b: true }, choice))
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
@@ -879,7 +931,9 @@ impl Context {
     /// multiplies each A block of its records against every column block of the tile, with
     /// zeros where the two do not pair, so an Inf or NaN in one operand block can make NaN
     /// (0 · Inf) in other C blocks of the same tile. The `mma.sync` tiles (the other shapes, and
-    /// every shape on other GPUs) multiply only the pairs. With finite inputs the result is the
+    /// every shape on other GPUs) multiply only the pairs. A plan that streams B dense
+    /// ([`PlanOptions::dense_b`], chosen by default for some 16×16 products into a dense C on
+    /// Hopper) multiplies A's blocks by B's zeros too. With finite inputs the result is the
     /// plain sum over pairs.
     pub fn plan_spgemm<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: SpgemmOutput) -> Result<SpgemmPlan> {
         self.plan_spgemm_with(a, b, out, &PlanOptions::default())
@@ -889,7 +943,9 @@ impl Context {
     /// output tiles of a block row the plan walks together (and, on a paired plan, the window
     /// of block columns its pairs are chosen in: the largest even divisor of the group's
     /// columns up to 64), [`PlanOptions::pair_columns`]
-    /// whether 128×128 C blocks are paired by shared K. SpGEMM does not merge block rows:
+    /// whether 128×128 C blocks are paired by shared K, [`PlanOptions::warp_rings`] the 16-row
+    /// tile's rings, [`PlanOptions::dense_b`] whether B is streamed dense into the SpMM
+    /// kernels (which then take the SpMM knobs). The records do not merge block rows:
     /// [`PlanOptions::merge_rows`] other than `None` or `Some(1)` is
     /// [`Error::UnsupportedMerge`].
     pub fn plan_spgemm_with<T: InputElement>(
@@ -903,6 +959,30 @@ impl Context {
             return Err(Error::UnsupportedMerge { rows, why: "the BSR x BSR planner does not merge block rows (only 1)".into() });
         }
         let (sym, choice) = self.spgemm_symbolic(a, b, &out, opts)?;
+        if sym.dense_b {
+            let d = self.plan_dense_b(a, b, opts)?;
+            let empty = WorkList { items: Vec::new(), groups: Vec::new(), n_slots: 0, max_item_blocks: 0, schedule: Vec::new() };
+            let stream = self.stream();
+            return Ok(SpgemmPlan {
+                a_pattern: a.pattern.clone(),
+                b_pattern: b.pattern.clone(),
+                c_pattern: None,
+                product_pattern: false,
+                batch: a.batch,
+                size: sym.size,
+                choice: d.spmm.tile(),
+                rec_words: 0,
+                group_words: 0,
+                paired: false,
+                pairs_columns: false,
+                warp_rings: false,
+                zero_rows: (0, 0),
+                records: stream.clone_htod(&[0u32][..])?,
+                device: DeviceWork::upload(stream, &empty, choice.shape())?,
+                work: empty,
+                dense_b: Some(d),
+            });
+        }
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
         let (_, tn) = choice.shape();
         let bn = b.block().bk;
@@ -978,6 +1058,7 @@ impl Context {
             records,
             work,
             device,
+            dense_b: None,
         })
     }
 
@@ -1016,6 +1097,9 @@ impl Context {
         expect("rows of C (= rows of A)", a.nrows(), cs.rows)?;
         expect("columns of C (= columns of B)", b.ncols(), cs.cols)?;
         expect_batch("C", plan.batch, cs.batch)?;
+        if let Some(d) = &plan.dense_b {
+            return self.run_dense_b(d, alpha, a, b, beta, c);
+        }
         let stream = self.stream();
         let (c_ptr, _gc) = c.device_ptr_mut(stream);
         let out = dense_out(c_ptr, &cs, alpha, beta)?;

@@ -730,7 +730,7 @@ impl Context {
     }
 
     /// The kernel's product `C = alpha · op(A) · B + beta · C` (op(A) = `plan.kernel_op`).
-    fn run_spmm<T: InputElement, O: Element>(
+    pub(super) fn run_spmm<T: InputElement, O: Element>(
         &self,
         plan: &SpmmPlan,
         alpha: f32,

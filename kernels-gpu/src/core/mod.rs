@@ -1,6 +1,7 @@
 //! What every op shares: the stage ring, the work source, the epilogues, the two kernel
-//! skeletons and the split-K fix-up.
+//! skeletons, the split-K fix-up and the densify kernel.
 
+pub mod densify;
 pub mod epilogue;
 pub mod fixup;
 #[cfg(target_feature = "sm_90a")]

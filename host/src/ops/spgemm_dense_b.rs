@@ -1,0 +1,248 @@
+//! BSR × BSR with B streamed dense ([`PlanOptions::dense_b`]): each product writes B's blocks
+//! into a dense workspace (the densify kernel, zeros outside the blocks) and runs `A · B` on the
+//! SpMM kernels, whose merged tiles run on wgmma on Hopper where A's blocks are 16 or 32 deep:
+//! ```text
+//! B_dense[b] = B[b] with zeros outside its blocks             (densify kernel)
+//! C[b] = alpha · A[b] · B_dense[b] + beta · C[b]               (the SpMM plan of A's pattern)
+//! ```
+//! The same sum as the records' (every pair of A's and B's blocks, in increasing K, plus
+//! products with B's zeros), deterministic like both kernels; for a dense C only.
+
+use std::any::Any;
+
+use blocksparse_abi::{DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind, WORK_ITEM_WORDS};
+use cudarc::driver::{CudaSlice, DevicePtr};
+
+use super::spgemm::SpgemmOutput;
+use super::spmm::SpmmPlan;
+use super::{PlanOptions, Transpose};
+use crate::context::Context;
+use crate::device_bsr::{DeviceBsr, Pattern};
+use crate::element::{DType, Element, InputElement};
+use crate::error::{Error, Result};
+use crate::kernels::KernelKey;
+use crate::launch::{Params, launch};
+use crate::matrix::{DeviceMatrix, MatMut};
+use crate::plan::Exclusive;
+
+// SAFETY: the densify kernel's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by
+// value.
+unsafe impl Params for DensifyParams {}
+
+/// The cost model of the default route ([`dense_b_pays`]), in units of the time the SpMM
+/// kernels' merged 16-deep wgmma tile takes for one `(16, 16) · (16, 256)` piece of its dense
+/// work. Fitted on the H100 at 8192³ with 16×16 blocks (perf notes v44): the merged tile ran
+/// 0.265–0.288 ns per piece (uniform 25 %, 37.5 %, 50 % and banded 12.5 % A); the records, on
+/// the portable 16-row tile, about 0.50 ns per record plus 0.089 ns per pair (uniform 12.5 %,
+/// 25 %, 50 %; within 5 % of the 37.5 % and banded rows as well); densifying B about 0.85 ps
+/// per element of K × N.
+const RECORD_COST: f64 = 1.8;
+/// See [`RECORD_COST`]: one block pair of the records.
+const PAIR_COST: f64 = 0.32;
+/// See [`RECORD_COST`]: writing one element of the dense B.
+const DENSIFY_COST: f64 = 0.003;
+
+/// Whether the default route may stream B dense: a dense C, the Hopper kernels (whose merged
+/// 16-deep tile the cost model describes), 16×16 blocks in A and B (the shape measured).
+pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern, out: &SpgemmOutput) -> bool {
+    let square16 = |p: &Pattern| p.block.bm == 16 && p.block.bk == 16;
+    hopper && matches!(out, SpgemmOutput::Dense) && square16(a) && square16(b)
+}
+
+/// Whether the dense-B route's modeled time is below the records': the SpMM kernels' merged
+/// tile over A's rows in groups of eight (each group the union of its rows' block columns,
+/// `(128, 16) · (16, N)` per column) plus densifying B, against `records` stage records and
+/// `pairs` block pairs ([`RECORD_COST`]). The SpMM planner may choose a plan cheaper than the
+/// merged one; the model is the route's bound.
+pub(super) fn dense_b_pays(a: &Pattern, n: usize, records: usize, pairs: usize) -> bool {
+    dense_b_cost(&a.row_ptr, &a.col_idx_host, a.ncols, n) < records_cost(records, pairs)
+}
+
+/// The dense-B route's modeled time ([`dense_b_pays`]) for A's pattern `(row_ptr, col_idx)` of
+/// 16-wide blocks over `k` columns, and `n` columns of B.
+fn dense_b_cost(row_ptr: &[u32], col_idx: &[u32], k: usize, n: usize) -> f64 {
+    let mut seen = vec![usize::MAX; k / 16];
+    let mut union = 0usize;
+    for r in 0..row_ptr.len().saturating_sub(1) {
+        let group = r / 8;
+        for &col in &col_idx[row_ptr[r] as usize..row_ptr[r + 1] as usize] {
+            if seen[col as usize] != group {
+                seen[col as usize] = group;
+                union += 1;
+            }
+        }
+    }
+    union as f64 * 8.0 * n.div_ceil(256) as f64 + DENSIFY_COST * (k as f64 * n as f64)
+}
+
+/// The records' modeled time ([`dense_b_pays`]).
+fn records_cost(records: usize, pairs: usize) -> f64 {
+    RECORD_COST * records as f64 + PAIR_COST * pairs as f64
+}
+
+/// A plan's dense-B route: the SpMM plan of A's pattern, B's block cells and the workspace.
+pub(super) struct DenseB {
+    /// `A · B_dense` on the SpMM kernels.
+    pub spmm: SpmmPlan,
+    /// `((K / bk) · (N / bn),)`: per block cell of B, row-major, its block or [`NO_BLOCK`].
+    cells: CudaSlice<u32>,
+    /// B dense, `(batch, K, N)` row-major: a `DeviceMatrix<T>` of the plan's input type.
+    dense: Box<dyn Any + Send + Sync>,
+    /// Bytes of `dense`.
+    dense_bytes: usize,
+    /// The products that write `dense`, one at a time.
+    busy: Exclusive,
+}
+
+impl DenseB {
+    /// Bytes of device memory the route holds (the SpMM plan's included).
+    pub fn device_bytes(&self) -> usize {
+        self.dense_bytes + 4 * self.cells.len() + self.spmm.device_bytes()
+    }
+}
+
+/// Device bytes of a dense-B plan, counted before anything is allocated: B dense, its cell
+/// map, and the SpMM plan's stream and work list at their bounds (a merged stream holds at most
+/// nine words per block of A: its K index and up to eight rows' blocks; one work item per
+/// 128-column tile of each block row and matrix). Split tiles add a few items and partial
+/// tiles per SM: [`crate::SpgemmPlan::device_bytes`] has the exact total.
+/// Returns `(dense B, cell map, SpMM plan)`.
+pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>) -> Result<(usize, usize, usize)> {
+    let dense = dense_len(b)?.checked_mul(core::mem::size_of::<T>()).ok_or(Error::Overflow { what: "dense B" })?;
+    let cells = 4 * b.pattern.block_rows() * b.pattern.block_cols();
+    let stream = 36 * a.nnzb();
+    let items = 4 * WORK_ITEM_WORDS * a.pattern.block_rows() * b.ncols().div_ceil(128) * a.batch;
+    Ok((dense, cells, stream + items))
+}
+
+/// Elements of B dense, the whole batch.
+fn dense_len<T>(b: &DeviceBsr<T>) -> Result<usize> {
+    b.nrows().checked_mul(b.ncols()).and_then(|e| e.checked_mul(b.batch)).ok_or(Error::Overflow { what: "dense B" })
+}
+
+impl Context {
+    /// The dense-B route of a plan of `A · B` into a dense C: B's cell map, the workspace, and
+    /// the SpMM plan of A's pattern for B's N (`opts`' SpMM knobs passed on).
+    pub(super) fn plan_dense_b<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, opts: &PlanOptions) -> Result<DenseB> {
+        let p = &b.pattern;
+        let (rows, cols) = (p.nrows, p.ncols);
+        // The kernel: 32-bit chunk indices, one thread each, at least 8-wide blocks.
+        if (rows as u64 * cols as u64) / DENSIFY_CHUNK as u64 + DENSIFY_THREADS as u64 > u32::MAX as u64 {
+            return Err(Error::TooLarge { what: "elements of B streamed dense", value: rows * cols });
+        }
+        let block_cols = p.block_cols();
+        let mut cells = vec![NO_BLOCK; p.block_rows() * block_cols];
+        for r in 0..p.block_rows() {
+            for q in p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize {
+                cells[r * block_cols + p.col_idx_host[q] as usize] = q as u32;
+            }
+        }
+        let spmm_opts = PlanOptions {
+            n_tile_group: opts.n_tile_group,
+            merge_rows: opts.merge_rows,
+            reorder_rows: opts.reorder_rows,
+            skip_absent: opts.skip_absent,
+            split_rows: opts.split_rows,
+            ..PlanOptions::default()
+        };
+        let spmm = self.plan_spmm_with(a, Transpose::No, cols, &spmm_opts)?;
+        let stream = self.stream();
+        let cells = stream.clone_htod(if cells.is_empty() { &[NO_BLOCK][..] } else { &cells })?;
+        dense_len(b)?;
+        let dense: DeviceMatrix<T> = self.zeros_matrix_batch(b.batch, rows, cols)?;
+        let dense_bytes = dense.buf.len() * core::mem::size_of::<T>();
+        Ok(DenseB { spmm, cells, dense: Box::new(dense), dense_bytes, busy: Exclusive::default() })
+    }
+
+    /// `C = alpha · A · B + beta · C` on the dense-B route (arguments checked by the caller:
+    /// patterns, devices, batch and C's shape).
+    pub(super) fn run_dense_b<T: InputElement, O: Element>(
+        &self,
+        d: &DenseB,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        beta: f32,
+        c: MatMut<'_, O>,
+    ) -> Result<()> {
+        let dense = d
+            .dense
+            .downcast_ref::<DeviceMatrix<T>>()
+            .ok_or_else(|| Error::PlanMismatch(format!("the plan was made for values of another type than {:?}", T::DTYPE)))?;
+        let kernel = self.kernels.get(KernelKey {
+            op: OpKind::Densify,
+            family: KernelFamily::Portable,
+            input: DType::F16,
+            tile: 0,
+            output: DType::F16,
+        })?;
+        let p = &b.pattern;
+        let chunks = (p.nrows * p.ncols / DENSIFY_CHUNK as usize) as u32;
+        let stream = self.stream();
+        let workspace = d.busy.acquire(self.cuda(), stream, true)?;
+        {
+            let (values, _gv) = b.values_ptr(stream);
+            let (cells, _gc) = d.cells.device_ptr(stream);
+            // The plan's own buffer: the write is ordered by `busy` (its guard through `&self`
+            // records a read only).
+            let (out, _go) = dense.buf.device_ptr(stream);
+            let params = DensifyParams {
+                values,
+                cells,
+                out,
+                values_batch_stride: b.values_per_matrix() as u64,
+                rows: p.nrows as u32,
+                cols: p.ncols as u32,
+                bm_log2: p.block.bm.trailing_zeros(),
+                bn_log2: p.block.bk.trailing_zeros(),
+                batch: b.batch as u32,
+                _pad: 0,
+            };
+            // SAFETY: the densify kernel's parameter block; B's values are a live allocation of
+            // its pattern's blocks (`batch` matrices), `cells` names only those blocks (or
+            // NO_BLOCK) for each of B's block cells, and `out` is the plan's `(batch, K, N)`
+            // row-major workspace, exclusively this product's (`busy`); one thread per 8-element
+            // chunk of a matrix (the grid's tail checks the count), each 16-byte access aligned
+            // (blocks at least 16 wide, allocations and batch strides multiples of 16 bytes).
+            unsafe { launch(stream, kernel, chunks.div_ceil(DENSIFY_THREADS), params) }?;
+        }
+        self.run_spmm(&d.spmm, alpha, a, dense.into(), beta, c)?;
+        workspace.release()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blocksparse_testkit::testgen::{banded_mask, exact_mask, seeded_rng};
+
+    fn pattern(mask: &[bool], cols: usize) -> (Vec<u32>, Vec<u32>) {
+        let (mut row_ptr, mut col_idx) = (vec![0u32], Vec::new());
+        for row in mask.chunks(cols) {
+            col_idx.extend(row.iter().enumerate().filter(|(_, x)| **x).map(|(c, _)| c as u32));
+            row_ptr.push(col_idx.len() as u32);
+        }
+        (row_ptr, col_idx)
+    }
+
+    /// The model's choice on each 16×16 case of perf notes v44 (8192³, H100, the records and
+    /// pairs its plans counted): the route measured faster is the one chosen.
+    #[test]
+    fn the_cost_model_chooses_the_route_measured_faster() {
+        let mut rng = seeded_rng(777);
+        let g = 512;
+        // (A's mask, records, pairs, B dense measured faster)
+        let cases = [
+            ("uniform 12.5 %", exact_mask(g, g, 0.125, &mut rng), 923_240, 2_097_070, false),
+            ("uniform 25 %", exact_mask(g, g, 0.25, &mut rng), 2_078_511, 8_386_006, false),
+            ("uniform 37.5 %", exact_mask(g, g, 0.375, &mut rng), 3_144_980, 18_874_222, true),
+            ("uniform 50 %", exact_mask(g, g, 0.5, &mut rng), 4_194_304, 33_552_643, true),
+            ("banded 12.5 %", banded_mask(g, g, 0.125), 925_952, 2_097_152, true),
+        ];
+        for (what, mask, records, pairs, dense_b) in cases {
+            let (row_ptr, col_idx) = pattern(&mask, g);
+            let (route, recs) = (dense_b_cost(&row_ptr, &col_idx, 16 * g, 16 * g), records_cost(records, pairs));
+            assert_eq!(route < recs, dense_b, "{what}: dense-B route {route:.3e}, records {recs:.3e}");
+        }
+    }
+}
