@@ -849,8 +849,9 @@ fn spgemm_cases(v: &mut Cases) {
     }
 
     // A dense C may stream B dense into the SpMM kernels (perf notes v44): every case of a
-    // dense C (but the copies with a ring asked for) once more on that route (its default
-    // covers only 16×16 blocks at least 35 % full), the records' knobs left to their defaults.
+    // dense C (but the copies with a ring asked for) once more on that route (by default only
+    // 16×16 products on Hopper where its cost model prefers it), the records' knobs left to
+    // their defaults.
     let dense: Vec<Case> =
         v.0[first..].iter().filter(|c| matches!(c.op, Op::Spgemm(Spgemm { c: Dense(_), .. })) && c.plan.warp.is_none()).cloned().collect();
     for c in dense {

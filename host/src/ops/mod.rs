@@ -127,25 +127,28 @@ pub struct PlanOptions {
     /// always runs warp rings, the taller ones and the Hopper tiles never.
     pub warp_rings: Option<bool>,
     /// SpGEMM into a dense C: whether each product writes B's blocks into a dense workspace
-    /// (zeros elsewhere; `K · N` elements per matrix, held by the plan) and runs `A · B` on the
-    /// SpMM kernels, whose merged tiles run on wgmma on Hopper where A's blocks are 16 or 32
-    /// deep, instead of streaming the plan's records of block pairs. It pays where A's rows in
-    /// groups of eight share most of their columns (dense enough operands, banded or causal
-    /// A), so that the SpMM kernels' dense B costs less than the records' small-block stages.
-    /// The SpMM plan is made for A's pattern with this struct's SpMM knobs (`n_tile_group`,
-    /// `merge_rows`, `reorder_rows`, `skip_absent`, `split_rows`). `None`: on the Hopper
-    /// kernels with 16×16 blocks in A and B, where a cost model fitted on the H100 puts the
-    /// dense-B route's time (the merged 16-deep tile over A's rows in eights, and densifying
-    /// B) below the records' (per record and per pair), and neither `warp_rings` nor
-    /// `pair_columns` (the records' knobs) is given (perf notes v44, 8192³: the dense-B route
-    /// took 0.45× the records' time at 50 % × 50 %, 0.72× at 37.5 %, 0.58× with a banded 12.5 %
-    /// A; 1.24× at 25 % and 1.8× at 12.5 %, where the records run); `Some(true)`: always (a
-    /// block-sparse C: [`Error::UnsupportedOption`]); `Some(false)`: never.
+    /// (zeros elsewhere; `K · N` 16-bit elements per matrix, held by the plan) and runs `A · B`
+    /// on the SpMM kernels, whose merged tiles run on wgmma on Hopper where A's blocks are 16
+    /// or 32 deep, instead of streaming the plan's records of block pairs. It pays where A's
+    /// rows in groups of eight share most of their columns (dense enough operands, banded or
+    /// causal A), so that the SpMM kernels' dense B costs less than the records' small-block
+    /// stages. The SpMM plan is made for A's pattern with this struct's SpMM knobs
+    /// (`n_tile_group`, `reorder_rows`, `skip_absent`, `split_rows`, and `merge_rows`, which
+    /// BSR × BSR takes as `None` or `Some(1)` only). `None`: on the Hopper kernels with 16×16
+    /// blocks in A and B (A's block rows a multiple of four, as the merged tile needs), where a
+    /// cost model fitted on the H100 puts the dense-B route's time (the merged 16-deep tile over
+    /// A's rows in eights, and densifying B) below the records' (per record and per pair), and
+    /// none of `warp_rings`, `pair_columns` (the records' knobs), `merge_rows` or `split_rows`
+    /// is given (perf notes v44, 8192³: the dense-B route took 0.45× the records' time at 50 %
+    /// × 50 %, 0.72× at 37.5 %, 0.58× with a banded 12.5 % A; 1.24× at 25 % and 1.8× at 12.5 %,
+    /// where the records run); `Some(true)`: always, the records' knobs unused (a block-sparse
+    /// C: [`Error::UnsupportedOption`]); `Some(false)`: never.
     ///
     /// Non-finite values: the SpMM kernels multiply A's blocks by B's zeros where B has no
-    /// block, so an Inf or NaN in A makes NaN (Inf · 0) in C blocks that no pair reaches, where
-    /// the records leave them `beta · C`. With operands that may hold Inf or NaN, plan with
-    /// `Some(false)`.
+    /// block, and a merged SpMM plan B's rows by zeros where a merged row of A has no block
+    /// (`merge_rows`), so an Inf or NaN in either operand can make NaN (Inf · 0) in C elements
+    /// that no pair reaches, where the records leave them `beta · C`. With operands that may
+    /// hold Inf or NaN, plan with `Some(false)`.
     ///
     /// [`Error::UnsupportedOption`]: crate::Error::UnsupportedOption
     pub dense_b: Option<bool>,

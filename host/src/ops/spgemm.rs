@@ -83,9 +83,10 @@ pub struct SpgemmSize {
     /// Blocks of a block-sparse C (of a dense C: its `(M / bm) · (N / bn)` blocks).
     pub c_blocks: usize,
     /// Stage records of the plan (each one A block per column group of a tile and the B blocks
-    /// it meets there).
+    /// it meets there; 0 for a plan that streams B dense, [`PlanOptions::dense_b`]).
     pub records: usize,
-    /// Output tiles (work items before splitting), per matrix.
+    /// Output tiles (work items before splitting), per matrix (0 for a plan that streams B
+    /// dense).
     pub tiles: usize,
     /// Bytes of device memory the plan takes: its records, one work item per output tile and
     /// matrix, and a product-pattern C's column indices. Splitting the longest tiles (decided
@@ -788,11 +789,15 @@ impl Context {
             }
             Some(true) => return self.dense_b_symbolic(a, b, counts.pairs, choice),
             Some(false) => false,
-            // A records knob given keeps the records.
+            // A knob of the records or of SpMM's merge given keeps the records; so does a B too
+            // large to stream dense.
             None => {
                 opts.warp_rings.is_none()
                     && opts.pair_columns.is_none()
+                    && opts.merge_rows.is_none()
+                    && opts.split_rows.is_none()
                     && dense_b_may_pay(self.arch().has(KernelFamily::Hopper), &a.pattern, &b.pattern, out)
+                    && dense_b_device_bytes(a, b).is_ok()
             }
         };
         let mut layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));

@@ -8,8 +8,6 @@
 //! The same sum as the records' (every pair of A's and B's blocks, in increasing K, plus
 //! products with B's zeros), deterministic like both kernels; for a dense C only.
 
-use std::any::Any;
-
 use blocksparse_abi::{DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind, WORK_ITEM_WORDS};
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -22,7 +20,7 @@ use crate::element::{DType, Element, InputElement};
 use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch};
-use crate::matrix::{DeviceMatrix, MatMut};
+use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::plan::Exclusive;
 
 // SAFETY: the densify kernel's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by
@@ -43,10 +41,12 @@ const PAIR_COST: f64 = 0.32;
 const DENSIFY_COST: f64 = 0.003;
 
 /// Whether the default route may stream B dense: a dense C, the Hopper kernels (whose merged
-/// 16-deep tile the cost model describes), 16×16 blocks in A and B (the shape measured).
+/// 16-deep tile the cost model describes: A's block rows in whole warpgroups of it, four rows
+/// of 16, the SpMM planner's condition for merging them), 16×16 blocks in A and B (the shape
+/// measured).
 pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern, out: &SpgemmOutput) -> bool {
     let square16 = |p: &Pattern| p.block.bm == 16 && p.block.bk == 16;
-    hopper && matches!(out, SpgemmOutput::Dense) && square16(a) && square16(b)
+    hopper && matches!(out, SpgemmOutput::Dense) && square16(a) && square16(b) && a.block_rows().is_multiple_of(4)
 }
 
 /// Whether the dense-B route's modeled time is below the records': the SpMM kernels' merged
@@ -86,10 +86,8 @@ pub(super) struct DenseB {
     pub spmm: SpmmPlan,
     /// `((K / bk) · (N / bn),)`: per block cell of B, row-major, its block or [`NO_BLOCK`].
     cells: CudaSlice<u32>,
-    /// B dense, `(batch, K, N)` row-major: a `DeviceMatrix<T>` of the plan's input type.
-    dense: Box<dyn Any + Send + Sync>,
-    /// Bytes of `dense`.
-    dense_bytes: usize,
+    /// B dense, `(batch, K, N)` row-major, 16-bit elements (f16 or bf16: moved as bits).
+    dense: CudaSlice<u16>,
     /// The products that write `dense`, one at a time.
     busy: Exclusive,
 }
@@ -97,7 +95,7 @@ pub(super) struct DenseB {
 impl DenseB {
     /// Bytes of device memory the route holds (the SpMM plan's included).
     pub fn device_bytes(&self) -> usize {
-        self.dense_bytes + 4 * self.cells.len() + self.spmm.device_bytes()
+        2 * self.dense.len() + 4 * self.cells.len() + self.spmm.device_bytes()
     }
 }
 
@@ -107,7 +105,13 @@ impl DenseB {
 /// 128-column tile of each block row and matrix). Split tiles add a few items and partial
 /// tiles per SM: [`crate::SpgemmPlan::device_bytes`] has the exact total.
 /// Returns `(dense B, cell map, SpMM plan)`.
+/// [`Error::TooLarge`] where the densify kernel's 32-bit chunk indices cannot cover one matrix
+/// of B (one thread per 8 elements).
 pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>) -> Result<(usize, usize, usize)> {
+    let elems = b.nrows() as u64 * b.ncols() as u64;
+    if elems / DENSIFY_CHUNK as u64 + DENSIFY_THREADS as u64 > u32::MAX as u64 {
+        return Err(Error::TooLarge { what: "elements of B streamed dense", value: elems as usize });
+    }
     let dense = dense_len(b)?.checked_mul(core::mem::size_of::<T>()).ok_or(Error::Overflow { what: "dense B" })?;
     let cells = 4 * b.pattern.block_rows() * b.pattern.block_cols();
     let stream = 36 * a.nnzb();
@@ -125,11 +129,6 @@ impl Context {
     /// the SpMM plan of A's pattern for B's N (`opts`' SpMM knobs passed on).
     pub(super) fn plan_dense_b<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, opts: &PlanOptions) -> Result<DenseB> {
         let p = &b.pattern;
-        let (rows, cols) = (p.nrows, p.ncols);
-        // The kernel: 32-bit chunk indices, one thread each, at least 8-wide blocks.
-        if (rows as u64 * cols as u64) / DENSIFY_CHUNK as u64 + DENSIFY_THREADS as u64 > u32::MAX as u64 {
-            return Err(Error::TooLarge { what: "elements of B streamed dense", value: rows * cols });
-        }
         let block_cols = p.block_cols();
         let mut cells = vec![NO_BLOCK; p.block_rows() * block_cols];
         for r in 0..p.block_rows() {
@@ -145,17 +144,17 @@ impl Context {
             split_rows: opts.split_rows,
             ..PlanOptions::default()
         };
-        let spmm = self.plan_spmm_with(a, Transpose::No, cols, &spmm_opts)?;
+        let spmm = self.plan_spmm_with(a, Transpose::No, p.ncols, &spmm_opts)?;
         let stream = self.stream();
         let cells = stream.clone_htod(if cells.is_empty() { &[NO_BLOCK][..] } else { &cells })?;
-        dense_len(b)?;
-        let dense: DeviceMatrix<T> = self.zeros_matrix_batch(b.batch, rows, cols)?;
-        let dense_bytes = dense.buf.len() * core::mem::size_of::<T>();
-        Ok(DenseB { spmm, cells, dense: Box::new(dense), dense_bytes, busy: Exclusive::default() })
+        // (Zeroed once; every product's densify writes all of it.)
+        let dense = stream.alloc_zeros::<u16>(dense_len(b)?)?;
+        Ok(DenseB { spmm, cells, dense, busy: Exclusive::default() })
     }
 
     /// `C = alpha · A · B + beta · C` on the dense-B route (arguments checked by the caller:
-    /// patterns, devices, batch and C's shape).
+    /// patterns, devices, batch and C's shape; the SpMM path checks the rest before the densify
+    /// is queued).
     pub(super) fn run_dense_b<T: InputElement, O: Element>(
         &self,
         d: &DenseB,
@@ -165,10 +164,6 @@ impl Context {
         beta: f32,
         c: MatMut<'_, O>,
     ) -> Result<()> {
-        let dense = d
-            .dense
-            .downcast_ref::<DeviceMatrix<T>>()
-            .ok_or_else(|| Error::PlanMismatch(format!("the plan was made for values of another type than {:?}", T::DTYPE)))?;
         let kernel = self.kernels.get(KernelKey {
             op: OpKind::Densify,
             family: KernelFamily::Portable,
@@ -177,36 +172,45 @@ impl Context {
             output: DType::F16,
         })?;
         let p = &b.pattern;
-        let chunks = (p.nrows * p.ncols / DENSIFY_CHUNK as usize) as u32;
+        let (rows, cols) = (p.nrows, p.ncols);
+        // f16 and bf16 alike: densify moves their bits (`InputElement`s are 16-bit).
+        let len = d.dense.len();
+        // SAFETY: reinterprets the plan's 16-bit workspace as `T`, a 16-bit plain-data element
+        // (f16 or bf16: every bit pattern is a value), over the same `len` elements.
+        let view = unsafe { d.dense.transmute::<T>(len) }.ok_or(Error::Internal("the dense B workspace is not 16-bit".into()))?;
+        let shape = MatShape::new(rows, cols, cols, Layout::RowMajor).batched(b.batch, rows * cols);
+        let dense = MatRef::from_view(&view, shape)?;
         let stream = self.stream();
         let workspace = d.busy.acquire(self.cuda(), stream, true)?;
-        {
+        let densify = || -> Result<()> {
             let (values, _gv) = b.values_ptr(stream);
             let (cells, _gc) = d.cells.device_ptr(stream);
             // The plan's own buffer: the write is ordered by `busy` (its guard through `&self`
             // records a read only).
-            let (out, _go) = dense.buf.device_ptr(stream);
+            let (out, _go) = d.dense.device_ptr(stream);
             let params = DensifyParams {
                 values,
                 cells,
                 out,
                 values_batch_stride: b.values_per_matrix() as u64,
-                rows: p.nrows as u32,
-                cols: p.ncols as u32,
+                rows: rows as u32,
+                cols: cols as u32,
                 bm_log2: p.block.bm.trailing_zeros(),
                 bn_log2: p.block.bk.trailing_zeros(),
                 batch: b.batch as u32,
                 _pad: 0,
             };
+            let chunks = (rows * cols / DENSIFY_CHUNK as usize) as u32;
             // SAFETY: the densify kernel's parameter block; B's values are a live allocation of
             // its pattern's blocks (`batch` matrices), `cells` names only those blocks (or
             // NO_BLOCK) for each of B's block cells, and `out` is the plan's `(batch, K, N)`
             // row-major workspace, exclusively this product's (`busy`); one thread per 8-element
-            // chunk of a matrix (the grid's tail checks the count), each 16-byte access aligned
-            // (blocks at least 16 wide, allocations and batch strides multiples of 16 bytes).
-            unsafe { launch(stream, kernel, chunks.div_ceil(DENSIFY_THREADS), params) }?;
-        }
-        self.run_spmm(&d.spmm, alpha, a, dense.into(), beta, c)?;
+            // chunk of a matrix (the grid's tail checks the count; fewer than 2³² chunks,
+            // checked by the planner), each 16-byte access aligned (blocks at least 16 wide,
+            // allocations and batch strides multiples of 16 bytes).
+            unsafe { launch(stream, kernel, chunks.div_ceil(DENSIFY_THREADS), params) }
+        };
+        self.run_spmm(&d.spmm, alpha, a, dense, beta, c, densify)?;
         workspace.release()
     }
 }

@@ -708,7 +708,7 @@ impl Context {
         if plan.side != Side::Left {
             return Err(Error::PlanMismatch("the plan was made for a dense x sparse product (use dense_sparse)".into()));
         }
-        self.run_spmm(plan, alpha, a, b.into(), beta, c.into())
+        self.run_spmm(plan, alpha, a, b.into(), beta, c.into(), || Ok(()))
     }
 
     /// `C = alpha · op(X) · op(A) + beta · C` (dense × sparse), op(A) as planned, op(X) and C as
@@ -726,10 +726,13 @@ impl Context {
             return Err(Error::PlanMismatch("the plan was made for a sparse x dense product (use spmm)".into()));
         }
         // Cᵀ = op(A)ᵀ · op(X)ᵀ, both transposes being views of the same memory.
-        self.run_spmm(plan, alpha, a, x.into().t(), beta, c.into().t())
+        self.run_spmm(plan, alpha, a, x.into().t(), beta, c.into().t(), || Ok(()))
     }
 
     /// The kernel's product `C = alpha · op(A) · B + beta · C` (op(A) = `plan.kernel_op`).
+    /// `before` queues what must run before the product's kernels on the stream (BSR × BSR's
+    /// densify of B), once every check has passed and before the first launch.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn run_spmm<T: InputElement, O: Element>(
         &self,
         plan: &SpmmPlan,
@@ -738,6 +741,7 @@ impl Context {
         b: MatRef<'_, T>,
         beta: f32,
         mut c: MatMut<'_, O>,
+        before: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         check_scalars(alpha, beta)?;
         if !Arc::ptr_eq(&plan.pattern, &a.pattern) {
@@ -846,6 +850,7 @@ impl Context {
             };
             ready.push((kernels, maps));
         }
+        before()?;
         // The parts write disjoint rows of C, one after the other.
         for (part, ((kernel, fixup), maps)) in plan.parts.iter().zip(ready) {
             let mut fl = common;
