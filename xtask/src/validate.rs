@@ -1292,6 +1292,52 @@ fn error_kind(e: &blocksparse::Error) -> &'static str {
     }
 }
 
+/// The label of [`spgemm_value_types`] (`--filter spgemm` selects it).
+const SPGEMM_TYPES: &str = "spgemm: plans made with f16 values run bf16 ones of the same patterns (records, B dense)";
+
+/// BSR × BSR plans are made for patterns: a plan made with f16 values runs bf16 values of the
+/// same pattern objects (`zeros_bsr_like` + `update_values`), on the records and with B
+/// streamed dense (16-bit workspace), against the f64 reference.
+fn spgemm_value_types(ctx: &Context, seed: u64, tol: f64) -> (bool, String) {
+    let run = || -> Result<String, String> {
+        let e = |e: blocksparse::Error| e.to_string();
+        let mut rng = seeded_rng(seed);
+        let (m, k, n, bs) = (16 * 12, 16 * 20, 16 * 18, 16);
+        let (ma, mb) = (random_mask(m / bs, k / bs, 0.5, &mut rng), random_mask(k / bs, n / bs, 0.5, &mut rng));
+        let count = |mask: &[bool]| mask.iter().filter(|&&x| x).count() * bs * bs;
+        let block = BlockShape::square(bs);
+        let a16 = Bsr::from_block_mask(m, k, block, &ma, random_values::<f16>(count(&ma), &mut rng)).map_err(e)?;
+        let b16 = Bsr::from_block_mask(k, n, block, &mb, random_values::<f16>(count(&mb), &mut rng)).map_err(e)?;
+        let abf = Bsr::from_block_mask(m, k, block, &ma, random_values::<bf16>(count(&ma), &mut rng)).map_err(e)?;
+        let bbf = Bsr::from_block_mask(k, n, block, &mb, random_values::<bf16>(count(&mb), &mut rng)).map_err(e)?;
+        let (a_dev, b_dev) = (ctx.upload_bsr(&a16).map_err(e)?, ctx.upload_bsr(&b16).map_err(e)?);
+        let mut a_other = ctx.zeros_bsr_like::<bf16, f16>(&a_dev, 1).map_err(e)?;
+        let mut b_other = ctx.zeros_bsr_like::<bf16, f16>(&b_dev, 1).map_err(e)?;
+        ctx.update_values(&mut a_other, abf.values()).map_err(e)?;
+        ctx.update_values(&mut b_other, bbf.values()).map_err(e)?;
+        let zeros = vec![0f32; m * n];
+        let want = spgemm_reference(1.0, &abf, &bbf, 0.0, HostMat::row_major(&zeros, m, n));
+        let mut errs = Vec::new();
+        for dense_b in [false, true] {
+            let opts = PlanOptions { dense_b: Some(dense_b), ..Default::default() };
+            let plan = ctx.plan_spgemm_with(&a_dev, &b_dev, SpgemmOutput::Dense, &opts).map_err(e)?;
+            let mut c = ctx.upload_matrix(m, n, &vec![f32::NAN; m * n]).map_err(e)?;
+            ctx.spgemm(&plan, 1.0, &a_other, &b_other, 0.0, &mut c).map_err(e)?;
+            let got = ctx.download_matrix(&c).map_err(e)?;
+            let err = rel_error(got.iter().map(|&x| x as f64), &want);
+            if err.is_nan() || err >= tol {
+                return Err(format!("{}: relative error {err:.2e}", crate::bench::spgemm::kernel_label(&plan)));
+            }
+            errs.push(format!("{} {err:.2e}", crate::bench::spgemm::kernel_label(&plan)));
+        }
+        Ok(errs.join(", "))
+    };
+    match run() {
+        Ok(d) => (true, d),
+        Err(d) => (false, d),
+    }
+}
+
 /// The label of [`spgemm_errors`] (`--filter spgemm` selects it).
 const SPGEMM_ERRORS: &str = "spgemm: invalid arguments rejected with typed errors before launch, C untouched";
 
@@ -1486,6 +1532,15 @@ pub fn run(args: Args) -> Result<bool, String> {
             failed += 1
         }
         println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, SPGEMM_ERRORS, detail);
+    }
+    if args.filter.as_deref().is_none_or(|f| SPGEMM_TYPES.contains(f)) {
+        let (ok, detail) = spgemm_value_types(&ctx, seed ^ 4, args.tol);
+        if ok {
+            passed += 1
+        } else {
+            failed += 1
+        }
+        println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, SPGEMM_TYPES, detail);
     }
     if !args.no_examples && args.filter.is_none() {
         for (name, ok, detail) in run_examples() {
