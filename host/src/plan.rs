@@ -524,7 +524,7 @@ impl Exclusive {
         if active && let Some(previous) = last_use.as_ref() {
             stream.wait(previous)?;
         }
-        Ok(WorkspaceUse { last_use, cuda, stream, split: active })
+        Ok(WorkspaceUse { last_use, cuda, stream, active })
     }
 }
 
@@ -533,7 +533,8 @@ pub(crate) struct WorkspaceUse<'a> {
     last_use: MutexGuard<'a, Option<CudaEvent>>,
     cuda: &'a Arc<CudaContext>,
     stream: &'a Arc<CudaStream>,
-    split: bool,
+    /// The workspace is written (the event still to be recorded).
+    active: bool,
 }
 
 impl WorkspaceUse<'_> {
@@ -543,14 +544,14 @@ impl WorkspaceUse<'_> {
     }
 
     fn record(&mut self) -> Result<()> {
-        if self.split {
+        if self.active {
             let event = match self.last_use.take() {
                 Some(event) => event,
                 None => self.cuda.new_event(None)?,
             };
             event.record(self.stream)?;
             *self.last_use = Some(event);
-            self.split = false;
+            self.active = false;
         }
         Ok(())
     }

@@ -1279,6 +1279,11 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
     Ok(outcome(kernel, &results, &want))
 }
 
+/// One line of validate's results: the verdict, the case or check, and what was found.
+fn result_line(ok: bool, label: &str, detail: &str) -> String {
+    format!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, label, detail)
+}
+
 /// The name of an error's variant, for the typed-error checks.
 fn error_kind(e: &blocksparse::Error) -> &'static str {
     use blocksparse::Error::*;
@@ -1491,7 +1496,7 @@ pub fn run(args: Args) -> Result<bool, String> {
         } else {
             failed += 1
         }
-        rows.push(format!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, c.label, detail));
+        rows.push(result_line(ok, &c.label, &detail));
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -1502,54 +1507,35 @@ pub fn run(args: Args) -> Result<bool, String> {
     for r in &rows {
         println!("{r}");
     }
-    if args.filter.is_none() {
-        let (ok, detail) = cross_device(&ctx);
+    // The checks after the cases' table, each counted and printed as it ends.
+    let mut report = |label: &str, (ok, detail): (bool, String)| {
         if ok {
             passed += 1
         } else {
             failed += 1
         }
-        println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, "objects of device 0 passed to device 1's context", detail);
+        println!("{}", result_line(ok, label, &detail));
+    };
+    if args.filter.is_none() {
+        report("objects of device 0 passed to device 1's context", cross_device(&ctx));
         let checks = [
             ("stream ordering: C written on s1, read on s2 through cudarc, no manual sync", crate::streams::stream_ordering(&ctx, seed)),
             ("caller's buffers: int64 device parts, offset views, typed errors", crate::streams::caller_buffers(&ctx, seed ^ 1)),
             ("padded matrices: write_matrix / download_matrix over from_slice", crate::streams::padded_round_trip(&ctx, seed ^ 2)),
         ];
-        for (label, (ok, detail)) in checks {
-            if ok {
-                passed += 1
-            } else {
-                failed += 1
-            }
-            println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, label, detail);
+        for (label, result) in checks {
+            report(label, result);
         }
     }
     if args.filter.as_deref().is_none_or(|f| SPGEMM_ERRORS.contains(f)) {
-        let (ok, detail) = spgemm_errors(&ctx, seed ^ 3);
-        if ok {
-            passed += 1
-        } else {
-            failed += 1
-        }
-        println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, SPGEMM_ERRORS, detail);
+        report(SPGEMM_ERRORS, spgemm_errors(&ctx, seed ^ 3));
     }
     if args.filter.as_deref().is_none_or(|f| SPGEMM_TYPES.contains(f)) {
-        let (ok, detail) = spgemm_value_types(&ctx, seed ^ 4, args.tol);
-        if ok {
-            passed += 1
-        } else {
-            failed += 1
-        }
-        println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, SPGEMM_TYPES, detail);
+        report(SPGEMM_TYPES, spgemm_value_types(&ctx, seed ^ 4, args.tol));
     }
     if !args.no_examples && args.filter.is_none() {
         for (name, ok, detail) in run_examples() {
-            if ok {
-                passed += 1
-            } else {
-                failed += 1
-            }
-            println!("{:<4} {:<92} {}", if ok { "ok" } else { "FAIL" }, format!("example {name}"), detail);
+            report(&format!("example {name}"), (ok, detail));
         }
     }
     println!("{passed} passed, {failed} failed");

@@ -8,7 +8,9 @@
 //! The same sum as the records' (every pair of A's and B's blocks, in increasing K, plus
 //! products with B's zeros), deterministic like both kernels; for a dense C only.
 
-use blocksparse_abi::{DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind, WORK_ITEM_WORDS};
+use blocksparse_abi::{
+    DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILES, WORK_ITEM_WORDS,
+};
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::spgemm::SpgemmOutput;
@@ -21,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelKey;
 use crate::launch::{Params, launch};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
+use crate::merge::merge_counts;
 use crate::plan::Exclusive;
 
 // SAFETY: the densify kernel's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by
@@ -41,38 +44,34 @@ const PAIR_COST: f64 = 0.32;
 const DENSIFY_COST: f64 = 0.003;
 
 /// Whether the default route may stream B dense: a dense C, the Hopper kernels (whose merged
-/// 16-deep tile the cost model describes: A's block rows in whole warpgroups of it, four rows
-/// of 16, the SpMM planner's condition for merging them), 16×16 blocks in A and B (the shape
-/// measured).
+/// 16-deep tile the cost model describes: A's block rows in whole warpgroups of it, the SpMM
+/// planner's condition for merging them), 16×16 blocks in A and B (the shape measured).
 pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern, out: &SpgemmOutput) -> bool {
     let square16 = |p: &Pattern| p.block.bm == 16 && p.block.bk == 16;
-    hopper && matches!(out, SpgemmOutput::Dense) && square16(a) && square16(b) && a.block_rows().is_multiple_of(4)
+    let whole_warpgroups = a.block_rows().is_multiple_of(WG_M as usize / 16);
+    hopper && matches!(out, SpgemmOutput::Dense) && square16(a) && square16(b) && whole_warpgroups
 }
 
 /// Whether the dense-B route's modeled time is below the records': the SpMM kernels' merged
-/// tile over A's rows in groups of eight (each group the union of its rows' block columns,
-/// `(128, 16) · (16, N)` per column) plus densifying B, against `records` stage records and
-/// `pairs` block pairs ([`RECORD_COST`]). The SpMM planner may choose a plan cheaper than the
-/// merged one; the model is the route's bound.
+/// 16-deep tile over A's rows in groups of eight (each group the union of its rows' block
+/// columns, `(128, 16) · (16, N)` per column) plus densifying B, against `records` stage
+/// records and `pairs` block pairs ([`RECORD_COST`]). The SpMM planner may choose a plan
+/// cheaper than the merged one; the model is the route's bound.
 pub(super) fn dense_b_pays(a: &Pattern, n: usize, records: usize, pairs: usize) -> bool {
-    dense_b_cost(&a.row_ptr, &a.col_idx_host, a.ncols, n) < records_cost(records, pairs)
+    dense_b_cost(&a.row_ptr, &a.col_idx_host, a.ncols, n).is_some_and(|route| route < records_cost(records, pairs))
 }
 
 /// The dense-B route's modeled time ([`dense_b_pays`]) for A's pattern `(row_ptr, col_idx)` of
-/// 16-wide blocks over `k` columns, and `n` columns of B.
-fn dense_b_cost(row_ptr: &[u32], col_idx: &[u32], k: usize, n: usize) -> f64 {
-    let mut seen = vec![usize::MAX; k / 16];
-    let mut union = 0usize;
-    for r in 0..row_ptr.len().saturating_sub(1) {
-        let group = r / 8;
-        for &col in &col_idx[row_ptr[r] as usize..row_ptr[r + 1] as usize] {
-            if seen[col as usize] != group {
-                seen[col as usize] = group;
-                union += 1;
-            }
-        }
-    }
-    union as f64 * 8.0 * n.div_ceil(256) as f64 + DENSIFY_COST * (k as f64 * n as f64)
+/// 16×16 blocks over `k` columns, and `n` columns of B: SpMM's merged 16-deep tile, its
+/// positions counted by the SpMM planner's own [`merge_counts`] (`None` where that merge
+/// cannot be made).
+fn dense_b_cost(row_ptr: &[u32], col_idx: &[u32], k: usize, n: usize) -> Option<f64> {
+    let tile = WGMMA_SHALLOW_TILES.iter().map(|&i| WGMMA_TILES[i]).find(|t| t.ks == 16)?;
+    let rows = (tile.tm / 16) as usize;
+    let positions = *merge_counts(row_ptr, col_idx, rows, tile.tm).ok()?.row_ptr.last()?;
+    // Pieces of `(16, 16) · (16, tn)` per position: its rows' blocks, times the N tiles.
+    let pieces = positions as f64 * rows as f64 * n.div_ceil(tile.tn() as usize) as f64;
+    Some(pieces + DENSIFY_COST * (k as f64 * n as f64))
 }
 
 /// The records' modeled time ([`dense_b_pays`]).
@@ -99,14 +98,13 @@ impl DenseB {
     }
 }
 
-/// Device bytes of a dense-B plan, counted before anything is allocated: B dense, its cell
-/// map, and the SpMM plan's stream and work list at their bounds (a merged stream holds at most
-/// nine words per block of A: its K index and up to eight rows' blocks; one work item per
-/// 128-column tile of each block row and matrix). Split tiles add a few items and partial
-/// tiles per SM: [`crate::SpgemmPlan::device_bytes`] has the exact total.
-/// Returns `(dense B, cell map, SpMM plan)`.
-/// [`Error::TooLarge`] where the densify kernel's 32-bit chunk indices cannot cover one matrix
-/// of B (one thread per 8 elements).
+/// Device bytes of a dense-B plan, counted before anything is allocated, as `(dense B, cell
+/// map, SpMM plan)`: B dense, its cell map, and the SpMM plan's stream and work list at their
+/// bounds (a merged stream holds at most nine words per block of A: its K index and up to
+/// eight rows' blocks; one work item per 128-column tile of each block row and matrix). Split
+/// tiles add a few items and partial tiles per SM: [`crate::SpgemmPlan::device_bytes`] has the
+/// exact total. [`Error::TooLarge`] where the densify kernel's 32-bit chunk indices cannot
+/// cover one matrix of B (one thread per 8 elements).
 pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>) -> Result<(usize, usize, usize)> {
     let elems = b.nrows() as u64 * b.ncols() as u64;
     if elems / DENSIFY_CHUNK as u64 + DENSIFY_THREADS as u64 > u32::MAX as u64 {
@@ -245,7 +243,8 @@ mod tests {
         ];
         for (what, mask, records, pairs, dense_b) in cases {
             let (row_ptr, col_idx) = pattern(&mask, g);
-            let (route, recs) = (dense_b_cost(&row_ptr, &col_idx, 16 * g, 16 * g), records_cost(records, pairs));
+            let route = dense_b_cost(&row_ptr, &col_idx, 16 * g, 16 * g).expect("the merged tile's plan");
+            let recs = records_cost(records, pairs);
             assert_eq!(route < recs, dense_b, "{what}: dense-B route {route:.3e}, records {recs:.3e}");
         }
     }
