@@ -953,6 +953,50 @@ pub const DENSIFY_THREADS: u32 = 256;
 /// Elements one densify thread moves per step (one 16-byte load and store).
 pub const DENSIFY_CHUNK: u32 = 8;
 
+/// Launch parameters of the sparsify kernel: a dense f32 row-major `(rows, cols)` matrix's
+/// values at a block pattern's blocks, scaled into those blocks (per matrix `b` of a batch):
+/// ```text
+/// for r in 0..rows, c in 0..cols:
+///     q = cells[(r >> bm_log2) * (cols >> bn_log2) + (c >> bn_log2)]
+///     if q != NO_BLOCK:
+///         values[b][q][r % bm][c % bn] = alpha * dense[b][r * cols + c] + beta * values[b][q][r % bm][c % bn]
+/// ```
+/// (C is read only where `beta != 0`.) BSR × BSR into a block-sparse C with B streamed dense:
+/// the SpMM kernels write `A · B` into an f32 workspace, this kernel gathers C's blocks from it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SparsifyParams {
+    /// The dense f32 matrix, `(batch, rows, cols)` row-major.
+    pub dense: u64,
+    /// `((rows / bm) · (cols / bn),)`: per block cell, row-major, its block or [`NO_BLOCK`].
+    pub cells: u64,
+    /// The blocks' values, `(nnzb, bm, bn)` row-major per block, matrix after matrix.
+    pub values: u64,
+    /// Elements between matrices of `values`.
+    pub values_batch_stride: u64,
+    /// Rows of a matrix.
+    pub rows: u32,
+    /// Columns of a matrix (a multiple of the block width, at least 16).
+    pub cols: u32,
+    /// log2 of the block height.
+    pub bm_log2: u32,
+    /// log2 of the block width (at least 2: a thread moves 4 elements of one block row).
+    pub bn_log2: u32,
+    /// Matrices.
+    pub batch: u32,
+    /// Scale of the dense values.
+    pub alpha: f32,
+    /// Scale of the blocks' old values.
+    pub beta: f32,
+    /// Padding (keeps the layout the same on host and device).
+    pub _pad: u32,
+}
+
+/// Threads per block of the sparsify kernel.
+pub const SPARSIFY_THREADS: u32 = 256;
+/// Elements one sparsify thread moves per step (one 16-byte f32 load).
+pub const SPARSIFY_CHUNK: u32 = 4;
+
 /// A Hopper kernel's parameter block: three `CUtensorMap`s (128 bytes each) and the op's own
 /// parameters. The build step declares this parameter 64-byte aligned, as TMA requires, and the
 /// kernel hands the maps' parameter-space addresses to `cp.async.bulk.tensor`.
@@ -986,11 +1030,14 @@ pub enum OpKind {
     Fixup,
     /// A block-sparse matrix's values written out dense ([`DensifyParams`]).
     Densify,
+    /// A dense f32 matrix's values at a block pattern's blocks, scaled into them
+    /// ([`SparsifyParams`]).
+    Sparsify,
 }
 
 impl OpKind {
     /// Whether the op's kernels are products on the tensor cores (with tiles), not helpers
-    /// (the fix-up and densify kernels).
+    /// (the fix-up, densify and sparsify kernels).
     pub const fn tensor_core(self) -> bool {
         matches!(self, OpKind::Spmm | OpKind::Sddmm | OpKind::Spgemm)
     }
@@ -1009,7 +1056,8 @@ pub enum KernelFamily {
 /// every kernel the device crate exports: per op and family, inputs f16 / bf16 × tiles × outputs
 /// f16 / bf16 / f32 (the tile index points into [`MMA_TILES`] or [`WGMMA_TILES`]; the fix-up
 /// kernels have no input type or tile, and list F16 and 0; the densify kernel moves 16-bit
-/// values as bits, for f16 and bf16 alike, and lists F16, 0 and F16). The device crate defines the entry
+/// values as bits, for f16 and bf16 alike, and lists F16, 0 and F16; the sparsify kernels read
+/// f32, and list F16, 0 and their output type). The device crate defines the entry
 /// points from it, the build step patches the Hopper entries' headers, and the host crate loads
 /// its typed kernel handles and checks the PTX and SASS, so they cannot drift.
 #[macro_export]
@@ -1139,5 +1187,8 @@ macro_rules! for_each_kernel {
         $m!(fixup_bf16, Fixup, Portable, F16, 0, Bf16);
         $m!(fixup_f32, Fixup, Portable, F16, 0, F32);
         $m!(densify_b16, Densify, Portable, F16, 0, F16);
+        $m!(sparsify_f16, Sparsify, Portable, F16, 0, F16);
+        $m!(sparsify_bf16, Sparsify, Portable, F16, 0, Bf16);
+        $m!(sparsify_f32, Sparsify, Portable, F16, 0, F32);
     };
 }

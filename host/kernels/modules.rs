@@ -31,6 +31,12 @@
         cubin: include_bytes!("densify_portable.sm_80.cubin"),
     },
     Embedded {
+        arch: Arch::Sm80,
+        module: Module { op: OpKind::Sparsify, family: KernelFamily::Portable },
+        ptx: include_str!("sparsify_portable.sm_80.ptx"),
+        cubin: include_bytes!("sparsify_portable.sm_80.cubin"),
+    },
+    Embedded {
         arch: Arch::Sm90a,
         module: Module { op: OpKind::Spmm, family: KernelFamily::Portable },
         ptx: include_str!("spmm_portable.sm_90a.ptx"),
@@ -59,6 +65,12 @@
         module: Module { op: OpKind::Densify, family: KernelFamily::Portable },
         ptx: include_str!("densify_portable.sm_90a.ptx"),
         cubin: include_bytes!("densify_portable.sm_90a.cubin"),
+    },
+    Embedded {
+        arch: Arch::Sm90a,
+        module: Module { op: OpKind::Sparsify, family: KernelFamily::Portable },
+        ptx: include_str!("sparsify_portable.sm_90a.ptx"),
+        cubin: include_bytes!("sparsify_portable.sm_90a.cubin"),
     },
     Embedded {
         arch: Arch::Sm90a,

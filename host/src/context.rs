@@ -58,6 +58,7 @@ pub struct Context {
     compute_capability: (i32, i32),
     sm_count: u32,
     l2_bytes: u32,
+    memory_bytes: usize,
 }
 
 /// Whether the NVIDIA driver library can be loaded at all (cudarc panics instead of returning an
@@ -105,6 +106,7 @@ impl Context {
         let name = ctx.name()?;
         let sm_count = ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
         let l2_bytes = ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u32;
+        let memory_bytes = ctx.total_mem()?;
         let max_smem_optin = ctx.attribute(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?.max(0) as u32;
         if compute_capability.0 < 8 {
             return Err(Error::UnsupportedDevice(format!(
@@ -126,7 +128,7 @@ impl Context {
         };
         // Nothing is loaded yet: each module loads when a product first needs it.
         let kernels = Arc::new(Kernels::new(ctx.clone(), arch, compute_capability, max_smem_optin));
-        Ok(Context { ctx, stream, kernels, name, compute_capability, sm_count, l2_bytes })
+        Ok(Context { ctx, stream, kernels, name, compute_capability, sm_count, l2_bytes, memory_bytes })
     }
 
     /// This context's device and kernels on another `stream`, which must belong to the same
@@ -160,6 +162,10 @@ impl Context {
     /// L2 cache size in bytes.
     pub fn l2_bytes(&self) -> u32 {
         self.l2_bytes
+    }
+    /// The device's memory in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory_bytes
     }
     /// The architecture of the modules this context launches from.
     pub fn arch(&self) -> Arch {

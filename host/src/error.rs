@@ -249,15 +249,6 @@ pub enum Error {
         /// Why not, and what can be merged.
         why: String,
     },
-    /// A [`PlanOptions`](crate::PlanOptions) field asks for something the product cannot do
-    /// (e.g. `dense_b` with a block-sparse C).
-    #[error("unsupported plan option {option}: {why}")]
-    UnsupportedOption {
-        /// The field.
-        option: &'static str,
-        /// Why not.
-        why: String,
-    },
     /// The kernel a product needs is not loaded on this device (e.g. it needs more shared
     /// memory per block than the device allows).
     #[error("no kernel available: {0}")]

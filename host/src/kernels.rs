@@ -68,7 +68,7 @@ impl Arch {
 }
 
 /// One kernel module: the entries of the kernel list of one op and one family (the split-K
-/// fix-up kernels and the densify kernel form modules of their own).
+/// fix-up kernels, the densify kernel and the sparsify kernels form modules of their own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Module {
     /// The op.
@@ -79,12 +79,13 @@ pub struct Module {
 
 impl Module {
     /// Every module, each built for every [`Arch`] that has its family.
-    pub const ALL: [Module; 8] = [
+    pub const ALL: [Module; 9] = [
         Module { op: OpKind::Spmm, family: KernelFamily::Portable },
         Module { op: OpKind::Sddmm, family: KernelFamily::Portable },
         Module { op: OpKind::Spgemm, family: KernelFamily::Portable },
         Module { op: OpKind::Fixup, family: KernelFamily::Portable },
         Module { op: OpKind::Densify, family: KernelFamily::Portable },
+        Module { op: OpKind::Sparsify, family: KernelFamily::Portable },
         Module { op: OpKind::Spmm, family: KernelFamily::Hopper },
         Module { op: OpKind::Sddmm, family: KernelFamily::Hopper },
         Module { op: OpKind::Spgemm, family: KernelFamily::Hopper },
@@ -188,6 +189,7 @@ pub fn launch_shape(key: &KernelKey) -> (u32, u32) {
     match (key.op, key.family) {
         (OpKind::Fixup, _) => (blocksparse_abi::FIXUP_THREADS, 0),
         (OpKind::Densify, _) => (blocksparse_abi::DENSIFY_THREADS, 0),
+        (OpKind::Sparsify, _) => (blocksparse_abi::SPARSIFY_THREADS, 0),
         (op, KernelFamily::Portable) => {
             let t = MMA_TILES[key.tile];
             // BSR × BSR marks absent B: a ring per warp where the tile takes one (`warp_rings`),

@@ -179,7 +179,7 @@ fn wgmma_entries() -> Vec<&'static str> {
     entries_where(|k| k.family == KernelFamily::Hopper)
 }
 
-/// The helper kernels (split-K fix-up, densify).
+/// The helper kernels (split-K fix-up, densify, sparsify).
 fn helper_entries() -> Vec<&'static str> {
     entries_where(|k| !k.op.tensor_core())
 }

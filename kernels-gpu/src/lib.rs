@@ -7,7 +7,8 @@
 //! - `core`: what every op shares — the stage ring ([`core::ring`]), the work source
 //!   ([`core::work`]), the epilogues ([`core::epilogue`]), and the two kernel skeletons,
 //!   [`core::portable`] (`cp.async` + `mma.sync`) and [`core::hopper`] (TMA + mbarriers +
-//!   `wgmma`, warp-specialized and persistent), plus the split-K fix-up and the densify kernel;
+//!   `wgmma`, warp-specialized and persistent), plus the split-K fix-up and the densify and sparsify
+//!   kernels;
 //! - `ops`: each op supplies its operand sources and its epilogue to both skeletons
 //!   ([`ops::spmm`], [`ops::sddmm`]).
 //!
@@ -28,7 +29,7 @@ mod ptx;
 #[cfg(target_feature = "sm_90a")]
 mod ptx_sm90;
 
-use blocksparse_abi::{DensifyParams, FixupParams};
+use blocksparse_abi::{DensifyParams, FixupParams, SparsifyParams};
 
 /// The hash of the shared ABI this module was built against (`blocksparse_abi::ABI_HASH`,
 /// exported as `blocksparse_abi::ABI_HASH_SYMBOL`); the host reads it when it loads the module.
@@ -80,6 +81,17 @@ macro_rules! entry {
         #[unsafe(no_mangle)]
         pub unsafe extern "ptx-kernel" fn $name(p: DensifyParams) {
             unsafe { core::densify::run(&p) }
+        }
+    };
+    ($name:ident, Sparsify, Portable, $input:ident, $tile:literal, $output:ident) => {
+        /// Sparsify kernel (see `core::sparsify`).
+        ///
+        /// # Safety
+        /// Launched by the host library only, with the parameter block its plan built.
+        #[cfg(any(not(kernels_split), all(Sparsify, Portable)))]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name(p: SparsifyParams) {
+            unsafe { core::sparsify::run::<dtype::$output>(&p) }
         }
     };
     ($name:ident, $op:ident, Portable, $input:ident, $tile:literal, $output:ident) => {

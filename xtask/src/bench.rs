@@ -127,9 +127,10 @@ pub struct Args {
     /// `--groups` size).
     #[arg(long)]
     unpaired: bool,
-    /// With --spgemm: also time each case of a dense C on both routes, streaming the records
-    /// (`PlanOptions::dense_b = Some(false)`, rows "records") and with B streamed dense into
-    /// the SpMM kernels (`Some(true)`, rows "B dense"; the kernel column says `/B`).
+    /// With --spgemm: also time each case (C dense and at the product's pattern) on both
+    /// routes, streaming the records (`PlanOptions::dense_b = Some(false)`, rows "records")
+    /// and with B streamed dense into the SpMM kernels (`Some(true)`, rows "B dense"; the
+    /// kernel column says `/B`).
     #[arg(long)]
     routes: bool,
     /// Also time plain SpMM with these block rows merged per tile (`PlanOptions::merge_rows`;

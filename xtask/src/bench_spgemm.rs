@@ -290,7 +290,7 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
             });
             // The planner's plan, then one per N-tile group size of `--groups` (label "G<g>"),
             // each also with C blocks paired in column order where `--unpaired` asks.
-            // With `--routes`, the dense C's plans on each route too ("records", "B dense").
+            // With `--routes`, the plans on each route too ("records", "B dense").
             let pairings: &[(&str, Option<bool>)] = if args.unpaired { &[("", None), (" unpaired", Some(false))] } else { &[("", None)] };
             let routes: &[(&str, Option<bool>)] =
                 if args.routes { &[("", None), (" records", Some(false)), (" B dense", Some(true))] } else { &[("", None)] };
@@ -307,9 +307,7 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                 .collect::<Vec<_>>();
             let outs = [("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)];
             let choices = outs.iter().flat_map(|o| plans.iter().map(move |p| (o.clone(), p.clone())));
-            for ((c_kind, out), (suffix, opts)) in
-                choices.filter(|((_, out), (_, o))| matches!(out, SpgemmOutput::Dense) || o.dense_b.is_none())
-            {
+            for ((c_kind, out), (suffix, opts)) in choices {
                 let label = format!("{c_kind}{suffix}");
                 let dense_c = matches!(out, SpgemmOutput::Dense);
                 let what = |e: String| format!("spgemm {id}, C {label}: {e}");

@@ -286,6 +286,7 @@ fn patch_entry_headers(mut ptx: String) -> Res<String> {
         };
         ($name:ident, Fixup, Portable, $input:ident, $tile:literal, $output:ident) => {};
         ($name:ident, Densify, Portable, $input:ident, $tile:literal, $output:ident) => {};
+        ($name:ident, Sparsify, Portable, $input:ident, $tile:literal, $output:ident) => {};
         ($name:ident, $op:ident, Portable, $input:ident, $tile:literal, $output:ident) => {
             let name = stringify!($name);
             let t = blocksparse::abi::MMA_TILES[$tile];

@@ -126,7 +126,7 @@ pub struct PlanOptions {
     /// `Some(true)`: always; `Some(false)`: never. Other tiles do not choose: the 32-row one
     /// always runs warp rings, the taller ones and the Hopper tiles never.
     pub warp_rings: Option<bool>,
-    /// SpGEMM into a dense C: whether each product writes B's blocks into a dense workspace
+    /// SpGEMM: whether each product writes B's blocks into a dense workspace
     /// (zeros elsewhere; `K · N` 16-bit elements per matrix, held by the plan) and runs `A · B`
     /// on the SpMM kernels, whose merged tiles run on wgmma on Hopper where A's blocks are 16
     /// or 32 deep, instead of streaming the plan's records of block pairs. It pays where A's
@@ -137,20 +137,21 @@ pub struct PlanOptions {
     /// BSR × BSR takes as `None` or `Some(1)` only). `None`: on the Hopper kernels with 16×16
     /// blocks in A and B (A's block rows a multiple of four, as the merged tile needs), where a
     /// cost model fitted on the H100 puts the dense-B route's time (the merged 16-deep tile over
-    /// A's rows in eights, and densifying B) below the records' (per record and per pair), and
-    /// none of `warp_rings`, `pair_columns` (the records' knobs), `merge_rows` or `split_rows`
-    /// is given (perf notes v44, 8192³: the dense-B route took 0.45× the records' time at 50 %
+    /// A's rows in eights, densifying B, and for a block-sparse C gathering its blocks) below
+    /// the records' (per record and per pair), its workspaces take at most an eighth of the
+    /// device's memory, and none of `warp_rings`, `pair_columns` (the records' knobs),
+    /// `merge_rows` or `split_rows` is given (perf notes v44, 8192³: the dense-B route took 0.45× the records' time at 50 %
     /// × 50 %, 0.72× at 37.5 %, 0.58× with a banded 12.5 % A; 1.24× at 25 % and 1.8× at 12.5 %,
-    /// where the records run); `Some(true)`: always, the records' knobs unused (a block-sparse
-    /// C: [`Error::UnsupportedOption`]); `Some(false)`: never.
+    /// where the records run); `Some(true)`: always, the records' knobs unused; `Some(false)`:
+    /// never. A block-sparse C (the product's pattern or a mask) is gathered from an f32
+    /// `A · B` the plan holds (`M · N` f32 elements per matrix, beside B dense): every element
+    /// of `A · B` is computed, also outside C's blocks.
     ///
     /// Non-finite values: the SpMM kernels multiply A's blocks by B's zeros where B has no
     /// block, and a merged SpMM plan B's rows by zeros where a merged row of A has no block
     /// (`merge_rows`), so an Inf or NaN in either operand can make NaN (Inf · 0) in C elements
     /// that no pair reaches, where the records leave them `beta · C`. With operands that may
     /// hold Inf or NaN, plan with `Some(false)`.
-    ///
-    /// [`Error::UnsupportedOption`]: crate::Error::UnsupportedOption
     pub dense_b: Option<bool>,
     /// SpGEMM: how many host threads walk the product's rows when the plan is made (each a
     /// contiguous range of block rows; the plan's records and work are the same whatever the

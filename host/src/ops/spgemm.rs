@@ -32,7 +32,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::spgemm_dense_b::{DenseB, dense_b_device_bytes, dense_b_may_pay, dense_b_pays};
+use super::spgemm_dense_b::{DENSE_B_MEMORY_SHARE, DenseB, dense_b_device_bytes, dense_b_may_pay, dense_b_pays};
 use super::{PlanOptions, TileChoice, c_store_map, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::bsr::BlockShape;
 use crate::context::Context;
@@ -783,21 +783,20 @@ impl Context {
         let bn = b.block().bk;
         // B streamed dense: asked for (no records walked), or (the default) where the dense-B
         // route's modeled time is below the records', counted below.
+        let block_c = !matches!(out, SpgemmOutput::Dense);
         let may_stream_b = match opts.dense_b {
-            Some(true) if !matches!(out, SpgemmOutput::Dense) => {
-                return Err(Error::UnsupportedOption { option: "dense_b", why: "B is streamed dense for a dense C only".into() });
-            }
-            Some(true) => return self.dense_b_symbolic(a, b, counts.pairs, choice),
+            Some(true) => return self.dense_b_symbolic(a, b, out, counts.pairs, counts.c_blocks, choice),
             Some(false) => false,
-            // A knob of the records or of SpMM's merge given keeps the records; so does a B too
-            // large to stream dense.
+            // A knob of the records or of SpMM's merge given keeps the records; so does a B (or
+            // a product) too large to stream dense, or whose workspaces would take more than
+            // an eighth of the device's memory.
             None => {
                 opts.warp_rings.is_none()
                     && opts.pair_columns.is_none()
                     && opts.merge_rows.is_none()
                     && opts.split_rows.is_none()
-                    && dense_b_may_pay(self.arch().has(KernelFamily::Hopper), &a.pattern, &b.pattern, out)
-                    && dense_b_device_bytes(a, b).is_ok()
+                    && dense_b_may_pay(self.arch().has(KernelFamily::Hopper), &a.pattern, &b.pattern)
+                    && dense_b_device_bytes(a, b, block_c).is_ok_and(|(w, _, _)| w <= self.memory_bytes() / DENSE_B_MEMORY_SHARE)
             }
         };
         let mut layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
@@ -852,8 +851,8 @@ impl Context {
         };
         let pre_tiles = pre.tiles.len();
         let rec = zip_groups(pre, &layout, None)?;
-        if may_stream_b && dense_b_pays(&a.pattern, b.ncols(), rec.n_records, counts.pairs) {
-            return self.dense_b_symbolic(a, b, counts.pairs, choice);
+        if may_stream_b && dense_b_pays(&a.pattern, b.ncols(), block_c, rec.n_records, counts.pairs) {
+            return self.dense_b_symbolic(a, b, out, counts.pairs, counts.c_blocks, choice);
         }
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -890,22 +889,31 @@ impl Context {
         Ok((Symbolic { size, product, layout, group_cols, tiles: rec.tiles, threads, dense_b: false }, choice))
     }
 
-    /// The symbolic phase of a plan that streams B dense: its sizes (no records).
+    /// The symbolic phase of a plan that streams B dense: its sizes (no records) and, for a
+    /// product-pattern C, C's pattern (`product_blocks` blocks).
     fn dense_b_symbolic<T: InputElement>(
         &self,
         a: &DeviceBsr<T>,
         b: &DeviceBsr<T>,
+        out: &SpgemmOutput,
         pairs: usize,
+        product_blocks: usize,
         choice: TileChoice,
     ) -> Result<(Symbolic, TileChoice)> {
+        let (workspaces, cells, spmm) = dense_b_device_bytes(a, b, !matches!(out, SpgemmOutput::Dense))?;
+        let (product, c_blocks) = match out {
+            SpgemmOutput::Dense => (None, a.pattern.block_rows() * b.pattern.block_cols()),
+            SpgemmOutput::Product => (Some(pairs::product_pattern(&grid(&a.pattern), &grid(&b.pattern), product_blocks)?), product_blocks),
+            SpgemmOutput::Mask(m) => (None, m.nnzb()),
+        };
         // The SpMM plan's host structures are about the size of its device ones (counted
-        // twice: its candidates), beside B's cell map.
-        let (dense, cells, spmm) = dense_b_device_bytes(a, b)?;
-        let (device_bytes, host_bytes) = (dense + cells + spmm, cells + 2 * spmm);
-        let c_blocks = a.pattern.block_rows() * b.pattern.block_cols();
+        // twice: its candidates), beside the cell maps and a product pattern.
+        let product_bytes = product.as_ref().map_or(0, |(rp, ci)| 4 * (rp.len() + ci.len()));
+        let device_bytes = workspaces + cells + spmm + product.as_ref().map_or(0, |(_, ci)| 4 * ci.len());
+        let host_bytes = cells + 2 * spmm + product_bytes;
         let size = SpgemmSize { pairs, c_blocks, records: 0, tiles: 0, device_bytes, host_bytes };
         let layout = Layout2::new(choice, b.block().bk, true);
-        Ok((Symbolic { size, product: None, layout, group_cols: 0, tiles: Vec::new(), threads: 1, dense_b: true }, choice))
+        Ok((Symbolic { size, product, layout, group_cols: 0, tiles: Vec::new(), threads: 1, dense_b: true }, choice))
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
@@ -964,15 +972,25 @@ impl Context {
             return Err(Error::UnsupportedMerge { rows, why: "the BSR x BSR planner does not merge block rows (only 1)".into() });
         }
         let (sym, choice) = self.spgemm_symbolic(a, b, &out, opts)?;
+        let bn = b.block().bk;
+        let stream = self.stream();
+        let c_pattern = match (&out, sym.product) {
+            (SpgemmOutput::Mask(m), _) => Some(m.clone()),
+            (SpgemmOutput::Product, Some((row_ptr, col_idx_host))) => {
+                let col_idx = stream.clone_htod(if col_idx_host.is_empty() { &[0u32][..] } else { &col_idx_host })?;
+                let block = BlockShape { bm: a.block().bm, bk: bn };
+                Some(Arc::new(Pattern { nrows: a.nrows(), ncols: b.ncols(), block, row_ptr, col_idx_host, col_idx }))
+            }
+            _ => None,
+        };
         if sym.dense_b {
-            let d = self.plan_dense_b(a, b, opts)?;
+            let d = self.plan_dense_b(a, b, c_pattern.as_deref(), opts)?;
             let empty = WorkList { items: Vec::new(), groups: Vec::new(), n_slots: 0, max_item_blocks: 0, schedule: Vec::new() };
-            let stream = self.stream();
             return Ok(SpgemmPlan {
                 a_pattern: a.pattern.clone(),
                 b_pattern: b.pattern.clone(),
-                c_pattern: None,
-                product_pattern: false,
+                product_pattern: matches!(out, SpgemmOutput::Product),
+                c_pattern,
                 batch: a.batch,
                 size: sym.size,
                 choice: d.spmm.tile(),
@@ -990,18 +1008,7 @@ impl Context {
         }
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
         let (_, tn) = choice.shape();
-        let bn = b.block().bk;
         let (layout, group_cols) = (sym.layout, sym.group_cols);
-        let stream = self.stream();
-        let c_pattern = match (&out, sym.product) {
-            (SpgemmOutput::Mask(m), _) => Some(m.clone()),
-            (SpgemmOutput::Product, Some((row_ptr, col_idx_host))) => {
-                let col_idx = stream.clone_htod(if col_idx_host.is_empty() { &[0u32][..] } else { &col_idx_host })?;
-                let block = BlockShape { bm: a.block().bm, bk: bn };
-                Some(Arc::new(Pattern { nrows: a.nrows(), ncols: b.ncols(), block, row_ptr, col_idx_host, col_idx }))
-            }
-            _ => None,
-        };
         let c_grid = c_pattern.as_deref().map(grid);
         let given = layout.pair.then_some(&sym.tiles[..]);
         let mut rec = walk_rows(&ga, &gb, c_grid.as_ref(), &layout, Some((&sym.tiles, sym.size.records)), given, sym.threads)?;
@@ -1138,6 +1145,9 @@ impl Context {
         self.spgemm_check_operands(plan, a, b)?;
         self.same_device("C", c.values.ordinal())?;
         expect_batch("C", plan.batch, c.batch)?;
+        if let Some(d) = &plan.dense_b {
+            return self.run_dense_b_bsr(d, alpha, a, b, beta, c);
+        }
         let c_stride = c.values_per_matrix();
         let stream = self.stream();
         let (c_values, _gc) = c.values_ptr_mut(stream);

@@ -1,19 +1,24 @@
 //! BSR × BSR with B streamed dense ([`PlanOptions::dense_b`]): each product writes B's blocks
 //! into a dense workspace (the densify kernel, zeros outside the blocks) and runs `A · B` on the
-//! SpMM kernels, whose merged tiles run on wgmma on Hopper where A's blocks are 16 or 32 deep:
+//! SpMM kernels, whose merged tiles run on wgmma on Hopper where A's blocks are 16 or 32 deep;
+//! a block-sparse C is then gathered from an f32 workspace (the sparsify kernel):
 //! ```text
 //! B_dense[b] = B[b] with zeros outside its blocks             (densify kernel)
-//! C[b] = alpha · A[b] · B_dense[b] + beta · C[b]               (the SpMM plan of A's pattern)
+//! dense C:  C[b] = alpha · A[b] · B_dense[b] + beta · C[b]     (the SpMM plan of A's pattern)
+//! BSR C:    P[b] = A[b] · B_dense[b]                           (the same plan, f32 P)
+//!           C[b] at C's blocks = alpha · P[b] + beta · C[b]    (sparsify kernel)
 //! ```
 //! The same sum as the records' (every pair of A's and B's blocks, in increasing K, plus
-//! products with B's zeros), deterministic like both kernels; for a dense C only.
+//! products with B's zeros), deterministic like both kernels.
+
+use std::sync::Mutex;
 
 use blocksparse_abi::{
-    DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILES, WORK_ITEM_WORDS,
+    DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind, SPARSIFY_CHUNK, SPARSIFY_THREADS, SparsifyParams, WG_M,
+    WGMMA_SHALLOW_TILES, WGMMA_TILES, WORK_ITEM_WORDS,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::spgemm::SpgemmOutput;
 use super::spmm::SpmmPlan;
 use super::{PlanOptions, Transpose};
 use crate::context::Context;
@@ -29,6 +34,9 @@ use crate::plan::Exclusive;
 // SAFETY: the densify kernel's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by
 // value.
 unsafe impl Params for DensifyParams {}
+// SAFETY: the sparsify kernels' `#[repr(C)]` parameter block from `blocksparse-abi`, taken by
+// value.
+unsafe impl Params for SparsifyParams {}
 
 /// The cost model of the default route ([`dense_b_pays`]), in units of the time the SpMM
 /// kernels' merged 16-deep wgmma tile takes for one `(16, 16) · (16, 256)` piece of its dense
@@ -42,23 +50,37 @@ const RECORD_COST: f64 = 1.8;
 const PAIR_COST: f64 = 0.32;
 /// See [`RECORD_COST`]: writing one element of the dense B.
 const DENSIFY_COST: f64 = 0.003;
+/// See [`RECORD_COST`]: one element of `M × N` with a block-sparse C (the SpMM kernels' f32
+/// product, 2 bytes more per element than a 16-bit C, and the sparsify kernel reading it
+/// where C has blocks and writing those). Fitted on the H100 at 8192³ with 16×16 blocks and C
+/// at the product's pattern (perf notes v45): 0.18–0.20 ms more than into a dense C on all
+/// five cases, about 2.8 ps per element (8 bytes per element at DRAM speed).
+const SPARSIFY_COST: f64 = 0.010;
 
-/// Whether the default route may stream B dense: a dense C, the Hopper kernels (whose merged
-/// 16-deep tile the cost model describes: A's block rows in whole warpgroups of it, the SpMM
-/// planner's condition for merging them), 16×16 blocks in A and B (the shape measured).
-pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern, out: &SpgemmOutput) -> bool {
+/// The default streams B dense only where the route's workspaces (B dense, and the f32
+/// product of a block-sparse C) take at most this share of the device's memory: the records
+/// hold no workspace of the product's size, and the default should not make a plan that the
+/// records would have made in a fraction of the memory fail to fit.
+pub(super) const DENSE_B_MEMORY_SHARE: usize = 8;
+
+/// Whether the default route may stream B dense: the Hopper kernels (whose merged 16-deep
+/// tile the cost model describes: A's block rows in whole warpgroups of it, the SpMM planner's
+/// condition for merging them), 16×16 blocks in A and B (the shape measured).
+pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern) -> bool {
     let square16 = |p: &Pattern| p.block.bm == 16 && p.block.bk == 16;
     let whole_warpgroups = a.block_rows().is_multiple_of(WG_M as usize / 16);
-    hopper && matches!(out, SpgemmOutput::Dense) && square16(a) && square16(b) && whole_warpgroups
+    hopper && square16(a) && square16(b) && whole_warpgroups
 }
 
 /// Whether the dense-B route's modeled time is below the records': the SpMM kernels' merged
 /// 16-deep tile over A's rows in groups of eight (each group the union of its rows' block
-/// columns, `(128, 16) · (16, N)` per column) plus densifying B, against `records` stage
-/// records and `pairs` block pairs ([`RECORD_COST`]). The SpMM planner may choose a plan
-/// cheaper than the merged one; the model is the route's bound.
-pub(super) fn dense_b_pays(a: &Pattern, n: usize, records: usize, pairs: usize) -> bool {
-    dense_b_cost(&a.row_ptr, &a.col_idx_host, a.ncols, n).is_some_and(|route| route < records_cost(records, pairs))
+/// columns, `(128, 16) · (16, N)` per column) plus densifying B (and, for a block-sparse C
+/// (`block_c`), the f32 product gathered into C's blocks), against `records` stage records
+/// and `pairs` block pairs ([`RECORD_COST`]). The SpMM planner may choose a plan cheaper than
+/// the merged one; the model is the route's bound.
+pub(super) fn dense_b_pays(a: &Pattern, n: usize, block_c: bool, records: usize, pairs: usize) -> bool {
+    let gather = if block_c { SPARSIFY_COST * a.nrows as f64 * n as f64 } else { 0.0 };
+    dense_b_cost(&a.row_ptr, &a.col_idx_host, a.ncols, n).is_some_and(|route| route + gather < records_cost(records, pairs))
 }
 
 /// The dense-B route's modeled time ([`dense_b_pays`]) for A's pattern `(row_ptr, col_idx)` of
@@ -79,7 +101,8 @@ fn records_cost(records: usize, pairs: usize) -> f64 {
     RECORD_COST * records as f64 + PAIR_COST * pairs as f64
 }
 
-/// A plan's dense-B route: the SpMM plan of A's pattern, B's block cells and the workspace.
+/// A plan's dense-B route: the SpMM plan of A's pattern, B's block cells and the workspace
+/// (and, for a block-sparse C, C's block cells and the f32 product).
 pub(super) struct DenseB {
     /// `A · B_dense` on the SpMM kernels.
     pub spmm: SpmmPlan,
@@ -87,53 +110,87 @@ pub(super) struct DenseB {
     cells: CudaSlice<u32>,
     /// B dense, `(batch, K, N)` row-major, 16-bit elements (f16 or bf16: moved as bits).
     dense: CudaSlice<u16>,
-    /// The products that write `dense`, one at a time.
+    /// A block-sparse C's part.
+    block_c: Option<BlockC>,
+    /// The products that write `dense` (and `block_c`'s product), one at a time.
     busy: Exclusive,
+}
+
+/// The dense-B route's part for a block-sparse C: the SpMM kernels write `A · B` into an f32
+/// workspace, and the sparsify kernel gathers C's blocks from it.
+struct BlockC {
+    /// `((M / bm) · (N / bn),)`: per block cell of C, row-major, its block or [`NO_BLOCK`].
+    cells: CudaSlice<u32>,
+    /// `A · B` in f32, `(batch, M, N)` row-major (locked by the product holding `busy`: the
+    /// SpMM path writes it through a `&mut`).
+    product: Mutex<CudaSlice<f32>>,
 }
 
 impl DenseB {
     /// Bytes of device memory the route holds (the SpMM plan's included).
     pub fn device_bytes(&self) -> usize {
-        2 * self.dense.len() + 4 * self.cells.len() + self.spmm.device_bytes()
+        let block_c = self.block_c.as_ref().map_or(0, |c| 4 * c.cells.len() + 4 * c.product.lock().map_or(0, |p| p.len()));
+        2 * self.dense.len() + 4 * self.cells.len() + block_c + self.spmm.device_bytes()
     }
 }
 
-/// Device bytes of a dense-B plan, counted before anything is allocated, as `(dense B, cell
-/// map, SpMM plan)`: B dense, its cell map, and the SpMM plan's stream and work list at their
-/// bounds (a merged stream holds at most nine words per block of A: its K index and up to
-/// eight rows' blocks; one work item per 128-column tile of each block row and matrix). Split
-/// tiles add a few items and partial tiles per SM: [`crate::SpgemmPlan::device_bytes`] has the
-/// exact total. [`Error::TooLarge`] where the densify kernel's 32-bit chunk indices cannot
-/// cover one matrix of B (one thread per 8 elements).
-pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>) -> Result<(usize, usize, usize)> {
+/// Device bytes of a dense-B plan, counted before anything is allocated, as `(workspaces, cell
+/// maps, SpMM plan)`: B dense and its cell map; for a block-sparse C (`block_c`), the f32
+/// product and C's cell map; and the SpMM plan's stream and work list at their bounds (a
+/// merged stream holds at most nine words per block of A: its K index and up to eight rows'
+/// blocks; one work item per 128-column tile of each block row and matrix). Split tiles add a
+/// few items and partial tiles per SM: [`crate::SpgemmPlan::device_bytes`] has the exact
+/// total. [`Error::TooLarge`] where the densify kernel's 32-bit chunk indices cannot cover one
+/// matrix of B (one thread per 8 elements), or the sparsify kernel's one matrix of `A · B`
+/// (one per 4).
+pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_c: bool) -> Result<(usize, usize, usize)> {
+    let fits = |elems: u64, chunk: u32, threads: u32| elems / chunk as u64 + threads as u64 <= u32::MAX as u64;
     let elems = b.nrows() as u64 * b.ncols() as u64;
-    if elems / DENSIFY_CHUNK as u64 + DENSIFY_THREADS as u64 > u32::MAX as u64 {
+    if !fits(elems, DENSIFY_CHUNK, DENSIFY_THREADS) {
         return Err(Error::TooLarge { what: "elements of B streamed dense", value: elems as usize });
     }
-    let dense = dense_len(b)?.checked_mul(core::mem::size_of::<T>()).ok_or(Error::Overflow { what: "dense B" })?;
-    let cells = 4 * b.pattern.block_rows() * b.pattern.block_cols();
+    let product_elems = a.nrows() as u64 * b.ncols() as u64;
+    if block_c && !fits(product_elems, SPARSIFY_CHUNK, SPARSIFY_THREADS) {
+        return Err(Error::TooLarge { what: "elements of A · B gathered into C's blocks", value: product_elems as usize });
+    }
+    let dense = dense_len(b.nrows(), b.ncols(), b.batch, "dense B")?.checked_mul(core::mem::size_of::<T>());
+    let product = if block_c { dense_len(a.nrows(), b.ncols(), a.batch, "A · B")?.checked_mul(4) } else { Some(0) };
+    let workspaces = dense.zip(product).and_then(|(d, p)| d.checked_add(p)).ok_or(Error::Overflow { what: "dense-B workspaces" })?;
+    let c_cells = if block_c { a.pattern.block_rows() * b.pattern.block_cols() } else { 0 };
+    let cells = 4 * (b.pattern.block_rows() * b.pattern.block_cols() + c_cells);
     let stream = 36 * a.nnzb();
     let items = 4 * WORK_ITEM_WORDS * a.pattern.block_rows() * b.ncols().div_ceil(128) * a.batch;
-    Ok((dense, cells, stream + items))
+    Ok((workspaces, cells, stream + items))
 }
 
-/// Elements of B dense, the whole batch.
-fn dense_len<T>(b: &DeviceBsr<T>) -> Result<usize> {
-    b.nrows().checked_mul(b.ncols()).and_then(|e| e.checked_mul(b.batch)).ok_or(Error::Overflow { what: "dense B" })
+/// Elements of a `(batch, rows, cols)` workspace.
+fn dense_len(rows: usize, cols: usize, batch: usize, what: &'static str) -> Result<usize> {
+    rows.checked_mul(cols).and_then(|e| e.checked_mul(batch)).ok_or(Error::Overflow { what })
+}
+
+/// Per block cell of `p`, row-major, its block or [`NO_BLOCK`].
+fn cell_map(p: &Pattern) -> Vec<u32> {
+    let block_cols = p.block_cols();
+    let mut cells = vec![NO_BLOCK; p.block_rows() * block_cols];
+    for r in 0..p.block_rows() {
+        for q in p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize {
+            cells[r * block_cols + p.col_idx_host[q] as usize] = q as u32;
+        }
+    }
+    cells
 }
 
 impl Context {
-    /// The dense-B route of a plan of `A · B` into a dense C: B's cell map, the workspace, and
-    /// the SpMM plan of A's pattern for B's N (`opts`' SpMM knobs passed on).
-    pub(super) fn plan_dense_b<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, opts: &PlanOptions) -> Result<DenseB> {
-        let p = &b.pattern;
-        let block_cols = p.block_cols();
-        let mut cells = vec![NO_BLOCK; p.block_rows() * block_cols];
-        for r in 0..p.block_rows() {
-            for q in p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize {
-                cells[r * block_cols + p.col_idx_host[q] as usize] = q as u32;
-            }
-        }
+    /// The dense-B route of a plan of `A · B`: B's cell map, the workspace, the SpMM plan of
+    /// A's pattern for B's N (`opts`' SpMM knobs passed on), and for a block-sparse C with
+    /// pattern `c`, C's cell map and the f32 product.
+    pub(super) fn plan_dense_b<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        c: Option<&Pattern>,
+        opts: &PlanOptions,
+    ) -> Result<DenseB> {
         let spmm_opts = PlanOptions {
             n_tile_group: opts.n_tile_group,
             merge_rows: opts.merge_rows,
@@ -142,17 +199,29 @@ impl Context {
             split_rows: opts.split_rows,
             ..PlanOptions::default()
         };
-        let spmm = self.plan_spmm_with(a, Transpose::No, p.ncols, &spmm_opts)?;
+        let spmm = self.plan_spmm_with(a, Transpose::No, b.ncols(), &spmm_opts)?;
         let stream = self.stream();
-        let cells = stream.clone_htod(if cells.is_empty() { &[NO_BLOCK][..] } else { &cells })?;
-        // (Zeroed once; every product's densify writes all of it.)
-        let dense = stream.alloc_zeros::<u16>(dense_len(b)?)?;
-        Ok(DenseB { spmm, cells, dense, busy: Exclusive::default() })
+        let upload_cells = |p: &Pattern| {
+            let cells = cell_map(p);
+            stream.clone_htod(if cells.is_empty() { &[NO_BLOCK][..] } else { &cells })
+        };
+        let cells = upload_cells(&b.pattern)?;
+        // (Zeroed once; every product's densify writes all of it, as the SpMM kernels write
+        // all of the product.)
+        let dense = stream.alloc_zeros::<u16>(dense_len(b.nrows(), b.ncols(), b.batch, "dense B")?)?;
+        let block_c = match c {
+            Some(c) => {
+                let product = stream.alloc_zeros::<f32>(dense_len(a.nrows(), b.ncols(), a.batch, "A · B")?)?;
+                Some(BlockC { cells: upload_cells(c)?, product: Mutex::new(product) })
+            }
+            None => None,
+        };
+        Ok(DenseB { spmm, cells, dense, block_c, busy: Exclusive::default() })
     }
 
-    /// `C = alpha · A · B + beta · C` on the dense-B route (arguments checked by the caller:
-    /// patterns, devices, batch and C's shape; the SpMM path checks the rest before the densify
-    /// is queued).
+    /// `C = alpha · A · B + beta · C` into a dense C on the dense-B route (arguments checked by
+    /// the caller: patterns, devices, batch and C's shape; the SpMM path checks the rest before
+    /// the densify is queued).
     pub(super) fn run_dense_b<T: InputElement, O: Element>(
         &self,
         d: &DenseB,
@@ -162,54 +231,127 @@ impl Context {
         beta: f32,
         c: MatMut<'_, O>,
     ) -> Result<()> {
-        let kernel = self.kernels.get(KernelKey {
-            op: OpKind::Densify,
+        let densify = self.densify_kernel()?;
+        let stream = self.stream();
+        let workspace = d.busy.acquire(self.cuda(), stream, true)?;
+        self.with_dense_b(d, b, |dense| self.run_spmm(&d.spmm, alpha, a, dense, beta, c, || self.densify(d, b, densify)))?;
+        workspace.release()
+    }
+
+    /// `C = alpha · A · B + beta · C` into a block-sparse C on the dense-B route: `A · B` into
+    /// the plan's f32 product, then C's blocks gathered from it (arguments checked by the
+    /// caller: patterns, C's pattern, devices, batch, alpha and beta).
+    pub(super) fn run_dense_b_bsr<T: InputElement, O: Element>(
+        &self,
+        d: &DenseB,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        beta: f32,
+        c: &mut DeviceBsr<O>,
+    ) -> Result<()> {
+        let Some(block_c) = &d.block_c else {
+            return Err(Error::Internal("a dense-B plan of a dense C ran for a block-sparse C".into()));
+        };
+        if c.nnzb() == 0 {
+            return Ok(()); // no output blocks
+        }
+        let densify = self.densify_kernel()?;
+        let sparsify = self.kernels.get(KernelKey {
+            op: OpKind::Sparsify,
             family: KernelFamily::Portable,
             input: DType::F16,
             tile: 0,
-            output: DType::F16,
+            output: O::DTYPE,
         })?;
-        let p = &b.pattern;
-        let (rows, cols) = (p.nrows, p.ncols);
+        let stream = self.stream();
+        let workspace = d.busy.acquire(self.cuda(), stream, true)?;
+        // Uncontended: `busy` serializes the plan's products.
+        let mut product = block_c.product.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (rows, cols) = (a.nrows(), b.ncols());
+        let shape = MatShape::new(rows, cols, cols, Layout::RowMajor).batched(a.batch, rows * cols);
+        let out = MatMut::new(&mut product, shape)?;
+        self.with_dense_b(d, b, |dense| self.run_spmm(&d.spmm, 1.0, a, dense, 0.0, out, || self.densify(d, b, densify)))?;
+        let (bm_log2, bn_log2) = (c.pattern.block.bm.trailing_zeros(), c.pattern.block.bk.trailing_zeros());
+        let values_batch_stride = c.values_per_matrix() as u64;
+        let (dense, _gd) = product.device_ptr(stream);
+        let (cells, _gc) = block_c.cells.device_ptr(stream);
+        let (values, _gv) = c.values_ptr_mut(stream);
+        let params = SparsifyParams {
+            dense,
+            cells,
+            values,
+            values_batch_stride,
+            rows: rows as u32,
+            cols: cols as u32,
+            bm_log2,
+            bn_log2,
+            batch: a.batch as u32,
+            alpha,
+            beta,
+            _pad: 0,
+        };
+        let chunks = (rows * cols / SPARSIFY_CHUNK as usize) as u32;
+        // SAFETY: the sparsify kernel's parameter block for output type `O`; `dense` is the
+        // plan's `(batch, M, N)` f32 product, written by the SpMM launch queued before on this
+        // stream, `cells` names only blocks of C's pattern (or NO_BLOCK) for each of its block
+        // cells, and `values` is C's live allocation of `batch` matrices of that pattern; one
+        // thread per 4-element chunk of a matrix (the grid's tail checks the count; fewer than
+        // 2³² chunks, checked by the planner), each 16-byte load aligned (rows of a multiple of
+        // 16 elements, allocations 256-byte aligned), each 2-element store aligned (blocks at
+        // least 16 wide, even columns).
+        unsafe { launch(stream, sparsify, chunks.div_ceil(SPARSIFY_THREADS), params) }?;
+        workspace.release()
+    }
+
+    /// The densify kernel.
+    fn densify_kernel(&self) -> Result<&crate::kernels::Kernel> {
+        self.kernels.get(KernelKey { op: OpKind::Densify, family: KernelFamily::Portable, input: DType::F16, tile: 0, output: DType::F16 })
+    }
+
+    /// Runs `f` with the plan's dense B seen as a `(batch, K, N)` row-major matrix of `T`.
+    fn with_dense_b<T: InputElement>(&self, d: &DenseB, b: &DeviceBsr<T>, f: impl FnOnce(MatRef<'_, T>) -> Result<()>) -> Result<()> {
+        let (rows, cols) = (b.nrows(), b.ncols());
         // f16 and bf16 alike: densify moves their bits (`InputElement`s are 16-bit).
         let len = d.dense.len();
         // SAFETY: reinterprets the plan's 16-bit workspace as `T`, a 16-bit plain-data element
         // (f16 or bf16: every bit pattern is a value), over the same `len` elements.
         let view = unsafe { d.dense.transmute::<T>(len) }.ok_or(Error::Internal("the dense B workspace is not 16-bit".into()))?;
         let shape = MatShape::new(rows, cols, cols, Layout::RowMajor).batched(b.batch, rows * cols);
-        let dense = MatRef::from_view(&view, shape)?;
+        f(MatRef::from_view(&view, shape)?)
+    }
+
+    /// Queues the densify of B's values into the plan's dense B (the product holds `d.busy`).
+    fn densify<T: InputElement>(&self, d: &DenseB, b: &DeviceBsr<T>, kernel: &crate::kernels::Kernel) -> Result<()> {
         let stream = self.stream();
-        let workspace = d.busy.acquire(self.cuda(), stream, true)?;
-        let densify = || -> Result<()> {
-            let (values, _gv) = b.values_ptr(stream);
-            let (cells, _gc) = d.cells.device_ptr(stream);
-            // The plan's own buffer: the write is ordered by `busy` (its guard through `&self`
-            // records a read only).
-            let (out, _go) = d.dense.device_ptr(stream);
-            let params = DensifyParams {
-                values,
-                cells,
-                out,
-                values_batch_stride: b.values_per_matrix() as u64,
-                rows: rows as u32,
-                cols: cols as u32,
-                bm_log2: p.block.bm.trailing_zeros(),
-                bn_log2: p.block.bk.trailing_zeros(),
-                batch: b.batch as u32,
-                _pad: 0,
-            };
-            let chunks = (rows * cols / DENSIFY_CHUNK as usize) as u32;
-            // SAFETY: the densify kernel's parameter block; B's values are a live allocation of
-            // its pattern's blocks (`batch` matrices), `cells` names only those blocks (or
-            // NO_BLOCK) for each of B's block cells, and `out` is the plan's `(batch, K, N)`
-            // row-major workspace, exclusively this product's (`busy`); one thread per 8-element
-            // chunk of a matrix (the grid's tail checks the count; fewer than 2³² chunks,
-            // checked by the planner), each 16-byte access aligned (blocks at least 16 wide,
-            // allocations and batch strides multiples of 16 bytes).
-            unsafe { launch(stream, kernel, chunks.div_ceil(DENSIFY_THREADS), params) }
+        let p = &b.pattern;
+        let (rows, cols) = (p.nrows, p.ncols);
+        let (values, _gv) = b.values_ptr(stream);
+        let (cells, _gc) = d.cells.device_ptr(stream);
+        // The plan's own buffer: the write is ordered by `busy` (its guard through `&self`
+        // records a read only).
+        let (out, _go) = d.dense.device_ptr(stream);
+        let params = DensifyParams {
+            values,
+            cells,
+            out,
+            values_batch_stride: b.values_per_matrix() as u64,
+            rows: rows as u32,
+            cols: cols as u32,
+            bm_log2: p.block.bm.trailing_zeros(),
+            bn_log2: p.block.bk.trailing_zeros(),
+            batch: b.batch as u32,
+            _pad: 0,
         };
-        self.run_spmm(&d.spmm, alpha, a, dense, beta, c, densify)?;
-        workspace.release()
+        let chunks = (rows * cols / DENSIFY_CHUNK as usize) as u32;
+        // SAFETY: the densify kernel's parameter block; B's values are a live allocation of
+        // its pattern's blocks (`batch` matrices), `cells` names only those blocks (or
+        // NO_BLOCK) for each of B's block cells, and `out` is the plan's `(batch, K, N)`
+        // row-major workspace, exclusively this product's (`busy`); one thread per 8-element
+        // chunk of a matrix (the grid's tail checks the count; fewer than 2³² chunks, checked
+        // by the planner), each 16-byte access aligned (blocks at least 16 wide, allocations
+        // and batch strides multiples of 16 bytes).
+        unsafe { launch(stream, kernel, chunks.div_ceil(DENSIFY_THREADS), params) }
     }
 }
 
@@ -227,25 +369,31 @@ mod tests {
         (row_ptr, col_idx)
     }
 
-    /// The model's choice on each 16×16 case of perf notes v44 (8192³, H100, the records and
-    /// pairs its plans counted): the route measured faster is the one chosen.
+    /// The model's choice on each 16×16 case of perf notes v44 (C dense) and v45 (C at the
+    /// product's pattern) (8192³, H100, the records and pairs its plans counted): the route
+    /// measured faster is the one chosen.
     #[test]
     fn the_cost_model_chooses_the_route_measured_faster() {
         let mut rng = seeded_rng(777);
         let g = 512;
-        // (A's mask, records, pairs, B dense measured faster)
+        // (A's mask, pairs, (records, B dense measured faster) with C dense, and with C at the
+        // product's pattern)
         let cases = [
-            ("uniform 12.5 %", exact_mask(g, g, 0.125, &mut rng), 923_240, 2_097_070, false),
-            ("uniform 25 %", exact_mask(g, g, 0.25, &mut rng), 2_078_511, 8_386_006, false),
-            ("uniform 37.5 %", exact_mask(g, g, 0.375, &mut rng), 3_144_980, 18_874_222, true),
-            ("uniform 50 %", exact_mask(g, g, 0.5, &mut rng), 4_194_304, 33_552_643, true),
-            ("banded 12.5 %", banded_mask(g, g, 0.125), 925_952, 2_097_152, true),
+            ("uniform 12.5 %", exact_mask(g, g, 0.125, &mut rng), 2_097_070, (923_240, false), (923_602, false)),
+            ("uniform 25 %", exact_mask(g, g, 0.25, &mut rng), 8_386_006, (2_078_511, false), (2_078_511, false)),
+            ("uniform 37.5 %", exact_mask(g, g, 0.375, &mut rng), 18_874_222, (3_144_980, true), (3_144_980, true)),
+            ("uniform 50 %", exact_mask(g, g, 0.5, &mut rng), 33_552_643, (4_194_304, true), (4_194_304, true)),
+            ("banded 12.5 %", banded_mask(g, g, 0.125), 2_097_152, (925_952, true), (925_950, true)),
         ];
-        for (what, mask, records, pairs, dense_b) in cases {
+        let n = 16 * g;
+        for (what, mask, pairs, dense, block) in cases {
             let (row_ptr, col_idx) = pattern(&mask, g);
-            let route = dense_b_cost(&row_ptr, &col_idx, 16 * g, 16 * g).expect("the merged tile's plan");
-            let recs = records_cost(records, pairs);
-            assert_eq!(route < recs, dense_b, "{what}: dense-B route {route:.3e}, records {recs:.3e}");
+            let route = dense_b_cost(&row_ptr, &col_idx, n, n).expect("the merged tile's plan");
+            let gather = SPARSIFY_COST * (n * n) as f64;
+            for ((records, dense_b), route, c) in [(dense, route, "dense C"), (block, route + gather, "block-sparse C")] {
+                let recs = records_cost(records, pairs);
+                assert_eq!(route < recs, dense_b, "{what}, {c}: dense-B route {route:.3e}, records {recs:.3e}");
+            }
         }
     }
 }

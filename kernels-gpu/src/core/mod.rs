@@ -1,5 +1,5 @@
 //! What every op shares: the stage ring, the work source, the epilogues, the two kernel
-//! skeletons, the split-K fix-up and the densify kernel.
+//! skeletons, the split-K fix-up, and the densify and sparsify kernels.
 
 pub mod densify;
 pub mod epilogue;
@@ -9,4 +9,5 @@ pub mod hopper;
 pub mod portable;
 pub mod ring;
 pub mod smem;
+pub mod sparsify;
 pub mod work;
