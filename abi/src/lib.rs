@@ -953,20 +953,23 @@ pub const DENSIFY_THREADS: u32 = 256;
 /// Elements one densify thread moves per step (one 16-byte load and store).
 pub const DENSIFY_CHUNK: u32 = 8;
 
-/// Launch parameters of the sparsify kernel: a dense f32 row-major `(rows, cols)` matrix's
-/// values at a block pattern's blocks, scaled into those blocks (per matrix `b` of a batch):
+/// Launch parameters of the sparsify kernel: a dense row-major `(rows, cols)` matrix's values
+/// at a block pattern's blocks, scaled into those blocks from f32, or copied where they are
+/// the blocks' own type already (per matrix `b` of a batch):
 /// ```text
 /// for r in 0..rows, c in 0..cols:
 ///     q = cells[(r >> bm_log2) * (cols >> bn_log2) + (c >> bn_log2)]
 ///     if q != NO_BLOCK:
-///         values[b][q][r % bm][c % bn] = alpha * dense[b][r * cols + c] + beta * values[b][q][r % bm][c % bn]
+///         values[b][q][r % bm][c % bn] = if dense_as_blocks { dense[b][r * cols + c] }
+///             else { alpha * dense[b][r * cols + c] + beta * values[b][q][r % bm][c % bn] }
 /// ```
 /// (C is read only where `beta != 0`.) BSR × BSR into a block-sparse C with B streamed dense:
-/// the SpMM kernels write `A · B` into an f32 workspace, this kernel gathers C's blocks from it.
+/// the SpMM kernels write `A · B` into a workspace, this kernel gathers C's blocks from it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SparsifyParams {
-    /// The dense f32 matrix, `(batch, rows, cols)` row-major.
+    /// The dense matrix, `(batch, rows, cols)` row-major, f32 or the blocks' type
+    /// ([`SparsifyParams::dense_as_blocks`]).
     pub dense: u64,
     /// `((rows / bm) · (cols / bn),)`: per block cell, row-major, its block or [`NO_BLOCK`].
     pub cells: u64,
@@ -980,22 +983,23 @@ pub struct SparsifyParams {
     pub cols: u32,
     /// log2 of the block height.
     pub bm_log2: u32,
-    /// log2 of the block width (at least 2: a thread moves 4 elements of one block row).
+    /// log2 of the block width (at least 3: a thread moves 8 elements of one block row).
     pub bn_log2: u32,
     /// Matrices.
     pub batch: u32,
-    /// Scale of the dense values.
+    /// Scale of the dense f32 values.
     pub alpha: f32,
-    /// Scale of the blocks' old values.
+    /// Scale of the blocks' old values (with f32 dense values).
     pub beta: f32,
-    /// Padding (keeps the layout the same on host and device).
-    pub _pad: u32,
+    /// 0: `dense` holds f32, scaled into the blocks; 1: it holds the blocks' own element type,
+    /// copied (alpha and beta unused).
+    pub dense_as_blocks: u32,
 }
 
 /// Threads per block of the sparsify kernel.
 pub const SPARSIFY_THREADS: u32 = 256;
-/// Elements one sparsify thread moves per step (one 16-byte f32 load).
-pub const SPARSIFY_CHUNK: u32 = 4;
+/// Elements one sparsify thread moves per step (16 bytes of a 16-bit type, 32 of f32).
+pub const SPARSIFY_CHUNK: u32 = 8;
 
 /// A Hopper kernel's parameter block: three `CUtensorMap`s (128 bytes each) and the op's own
 /// parameters. The build step declares this parameter 64-byte aligned, as TMA requires, and the

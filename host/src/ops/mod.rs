@@ -130,22 +130,24 @@ pub struct PlanOptions {
     /// (zeros elsewhere; `K · N` 16-bit elements per matrix, held by the plan) and runs `A · B`
     /// on the SpMM kernels, whose merged tiles run on wgmma on Hopper where A's blocks are 16
     /// or 32 deep, instead of streaming the plan's records of block pairs. It pays where A's
-    /// rows in groups of eight share most of their columns (dense enough operands, banded or
+    /// block rows in groups of 128 rows share most of their columns (dense enough operands, banded or
     /// causal A), so that the SpMM kernels' dense B costs less than the records' small-block
     /// stages. The SpMM plan is made for A's pattern with this struct's SpMM knobs
     /// (`n_tile_group`, `reorder_rows`, `skip_absent`, `split_rows`, and `merge_rows`, which
     /// BSR × BSR takes as `None` or `Some(1)` only). `None`: on the Hopper kernels with 16×16
-    /// blocks in A and B (A's block rows a multiple of four, as the merged tile needs), where a
-    /// cost model fitted on the H100 puts the dense-B route's time (the merged 16-deep tile over
-    /// A's rows in eights, densifying B, and for a block-sparse C gathering its blocks) below
-    /// the records' (per record and per pair), its workspaces take at most an eighth of the
-    /// device's memory, and none of `warp_rings`, `pair_columns` (the records' knobs),
-    /// `merge_rows` or `split_rows` is given (perf notes v44, 8192³: the dense-B route took 0.45× the records' time at 50 %
-    /// × 50 %, 0.72× at 37.5 %, 0.58× with a banded 12.5 % A; 1.24× at 25 % and 1.8× at 12.5 %,
-    /// where the records run); `Some(true)`: always, the records' knobs unused; `Some(false)`:
-    /// never. A block-sparse C (the product's pattern or a mask) is gathered from an f32
-    /// `A · B` the plan holds (`M · N` f32 elements per matrix, beside B dense): every element
-    /// of `A · B` is computed, also outside C's blocks.
+    /// or 32×32 blocks in A and B (A's block rows a multiple of 64 / bs, as the merged tile
+    /// needs), where a cost model fitted on the H100 puts the dense-B route's time (the merged
+    /// tile as deep as the blocks over A's rows in groups of 128 / bs, densifying B, and for a
+    /// block-sparse C gathering its blocks) below the records' (per record and per pair), its
+    /// workspaces take at most an eighth of the device's memory, and none of `warp_rings`,
+    /// `pair_columns` (the records' knobs), `merge_rows` or `split_rows` is given (perf notes
+    /// v44–v46, 8192³, 16×16 into a dense C: the dense-B route took 0.45× the records' time at
+    /// 50 % × 50 %, 0.72× at 37.5 %, 0.58× with a banded 12.5 % A; 1.24× at 25 % and 1.8× at
+    /// 12.5 %, where the records run; 32×32: 0.90× at 50 %, 1.3× or more on the others);
+    /// `Some(true)`: always, the records' knobs unused; `Some(false)`: never. A block-sparse C
+    /// (the product's pattern or a mask) is gathered from an `A · B` the plan holds (`M · N`
+    /// f32 elements per matrix, beside B dense; with beta 0 the product is written in C's type
+    /// and copied): every element of `A · B` is computed, also outside C's blocks.
     ///
     /// Non-finite values: the SpMM kernels multiply A's blocks by B's zeros where B has no
     /// block, and a merged SpMM plan B's rows by zeros where a merged row of A has no block

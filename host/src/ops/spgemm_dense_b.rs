@@ -38,24 +38,38 @@ unsafe impl Params for DensifyParams {}
 // value.
 unsafe impl Params for SparsifyParams {}
 
-/// The cost model of the default route ([`dense_b_pays`]), in units of the time the SpMM
-/// kernels' merged 16-deep wgmma tile takes for one `(16, 16) · (16, 256)` piece of its dense
-/// work. Fitted on the H100 at 8192³ with 16×16 blocks (perf notes v44): the merged tile ran
-/// 0.265–0.288 ns per piece (uniform 25 %, 37.5 %, 50 % and banded 12.5 % A); the records, on
-/// the portable 16-row tile, about 0.50 ns per record plus 0.089 ns per pair (uniform 12.5 %,
-/// 25 %, 50 %; within 5 % of the 37.5 % and banded rows as well); densifying B about 0.85 ps
-/// per element of K × N.
-const RECORD_COST: f64 = 1.8;
-/// See [`RECORD_COST`]: one block pair of the records.
-const PAIR_COST: f64 = 0.32;
-/// See [`RECORD_COST`]: writing one element of the dense B.
+/// The cost model of the default route ([`dense_b_pays`]) for one square block size, in units
+/// of the time the SpMM kernels' merged 16-deep wgmma tile takes for one `(16, 16) · (16, 256)`
+/// piece of its dense work (0.283 ns on the H100).
+struct RouteModel {
+    /// The block size (of A and B, square).
+    bs: u32,
+    /// One `(bs, bs) · (bs, 256)` piece of the merged `bs`-deep tile's dense work.
+    piece: f64,
+    /// One stage record of the records' plan.
+    record: f64,
+    /// One block pair of the records' plan.
+    pair: f64,
+}
+
+/// Fitted on the H100 at 8192³ (perf notes v44, v46). 16×16: the merged tile ran 0.265–0.288
+/// ns per piece (uniform 25 %, 37.5 %, 50 % and banded 12.5 % A); the records, on the portable
+/// 16-row tile, about 0.50 ns per record plus 0.089 ns per pair (uniform 12.5 %, 25 %, 50 %;
+/// within 5 % of the 37.5 % and banded rows as well). 32×32: the merged 32-deep tile 0.82–0.97
+/// ns per piece (the same four cases); the records, on the 32-row tile with warp rings, 0.82
+/// ns per record plus 0.27 ns per pair (12.5 % and 50 %; within 9 % of 25 % and 37.5 %).
+const ROUTE_MODELS: [RouteModel; 2] =
+    [RouteModel { bs: 16, piece: 1.0, record: 1.8, pair: 0.32 }, RouteModel { bs: 32, piece: 3.1, record: 2.9, pair: 0.95 }];
+/// See [`RouteModel`]: writing one element of the dense B (about 0.85 ps per element of
+/// K × N).
 const DENSIFY_COST: f64 = 0.003;
-/// See [`RECORD_COST`]: one element of `M × N` with a block-sparse C (the SpMM kernels' f32
-/// product, 2 bytes more per element than a 16-bit C, and the sparsify kernel reading it
-/// where C has blocks and writing those). Fitted on the H100 at 8192³ with 16×16 blocks and C
-/// at the product's pattern (perf notes v45): 0.18–0.20 ms more than into a dense C on all
-/// five cases, about 2.8 ps per element (8 bytes per element at DRAM speed).
-const SPARSIFY_COST: f64 = 0.010;
+/// See [`RouteModel`]: one element of `M × N` with a block-sparse C (the SpMM kernels'
+/// product and the sparsify kernel reading it where C has blocks and writing those). Fitted on
+/// the H100 at 8192³ with C at the product's pattern, beta 0 and an f16 C (perf notes v46: the
+/// product written in C's type and copied): 0.09–0.11 ms more than into a dense C where the
+/// product's pattern is nearly full, about 1.5 ps per element. With beta ≠ 0 or an f32 C the
+/// product is f32 and the gather slower (0.18–0.20 ms in v45, before its 16-byte stores).
+const SPARSIFY_COST: f64 = 0.005;
 
 /// The default streams B dense only where the route's workspaces (B dense, and the f32
 /// product of a block-sparse C) take at most this share of the device's memory: the records
@@ -63,42 +77,52 @@ const SPARSIFY_COST: f64 = 0.010;
 /// records would have made in a fraction of the memory fail to fit.
 pub(super) const DENSE_B_MEMORY_SHARE: usize = 8;
 
-/// Whether the default route may stream B dense: the Hopper kernels (whose merged 16-deep
-/// tile the cost model describes: A's block rows in whole warpgroups of it, the SpMM planner's
-/// condition for merging them), 16×16 blocks in A and B (the shape measured).
+/// The cost model of `bs`×`bs` blocks, if one was fitted.
+fn route_model(bs: usize) -> Option<&'static RouteModel> {
+    ROUTE_MODELS.iter().find(|m| m.bs as usize == bs)
+}
+
+/// Whether the default route may stream B dense: the Hopper kernels (whose merged shallow
+/// tiles the cost model describes: A's block rows in whole warpgroups of them, the SpMM
+/// planner's condition for merging them), square blocks of one size in A and B with a fitted
+/// model (16×16 and 32×32).
 pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern) -> bool {
-    let square16 = |p: &Pattern| p.block.bm == 16 && p.block.bk == 16;
-    let whole_warpgroups = a.block_rows().is_multiple_of(WG_M as usize / 16);
-    hopper && square16(a) && square16(b) && whole_warpgroups
+    let bs = a.block.bm;
+    let square = |p: &Pattern| p.block.bm == bs && p.block.bk == bs;
+    let whole_warpgroups = a.block_rows().is_multiple_of((WG_M as usize / bs).max(1));
+    hopper && route_model(bs).is_some() && square(a) && square(b) && whole_warpgroups
 }
 
 /// Whether the dense-B route's modeled time is below the records': the SpMM kernels' merged
-/// 16-deep tile over A's rows in groups of eight (each group the union of its rows' block
-/// columns, `(128, 16) · (16, N)` per column) plus densifying B (and, for a block-sparse C
-/// (`block_c`), the f32 product gathered into C's blocks), against `records` stage records
-/// and `pairs` block pairs ([`RECORD_COST`]). The SpMM planner may choose a plan cheaper than
-/// the merged one; the model is the route's bound.
+/// tile as deep as A's blocks over A's rows in groups of its height (each group the union of
+/// its rows' block columns, `(128, bs) · (bs, N)` per column) plus densifying B (and, for a
+/// block-sparse C (`block_c`), the product gathered into C's blocks), against `records` stage
+/// records and `pairs` block pairs ([`RouteModel`]). The SpMM planner may choose a plan cheaper
+/// than the merged one; the model is the route's bound.
 pub(super) fn dense_b_pays(a: &Pattern, n: usize, block_c: bool, records: usize, pairs: usize) -> bool {
+    let Some(model) = route_model(a.block.bm) else {
+        return false;
+    };
     let gather = if block_c { SPARSIFY_COST * a.nrows as f64 * n as f64 } else { 0.0 };
-    dense_b_cost(&a.row_ptr, &a.col_idx_host, a.ncols, n).is_some_and(|route| route + gather < records_cost(records, pairs))
+    dense_b_cost(model, &a.row_ptr, &a.col_idx_host, a.ncols, n).is_some_and(|route| route + gather < records_cost(model, records, pairs))
 }
 
 /// The dense-B route's modeled time ([`dense_b_pays`]) for A's pattern `(row_ptr, col_idx)` of
-/// 16×16 blocks over `k` columns, and `n` columns of B: SpMM's merged 16-deep tile, its
-/// positions counted by the SpMM planner's own [`merge_counts`] (`None` where that merge
+/// `model`'s blocks over `k` columns, and `n` columns of B: SpMM's merged tile of that depth,
+/// its positions counted by the SpMM planner's own [`merge_counts`] (`None` where that merge
 /// cannot be made).
-fn dense_b_cost(row_ptr: &[u32], col_idx: &[u32], k: usize, n: usize) -> Option<f64> {
-    let tile = WGMMA_SHALLOW_TILES.iter().map(|&i| WGMMA_TILES[i]).find(|t| t.ks == 16)?;
-    let rows = (tile.tm / 16) as usize;
+fn dense_b_cost(model: &RouteModel, row_ptr: &[u32], col_idx: &[u32], k: usize, n: usize) -> Option<f64> {
+    let tile = WGMMA_SHALLOW_TILES.iter().map(|&i| WGMMA_TILES[i]).find(|t| t.ks == model.bs)?;
+    let rows = (tile.tm / model.bs) as usize;
     let positions = *merge_counts(row_ptr, col_idx, rows, tile.tm).ok()?.row_ptr.last()?;
-    // Pieces of `(16, 16) · (16, tn)` per position: its rows' blocks, times the N tiles.
+    // Pieces of `(bs, bs) · (bs, tn)` per position: its rows' blocks, times the N tiles.
     let pieces = positions as f64 * rows as f64 * n.div_ceil(tile.tn() as usize) as f64;
-    Some(pieces + DENSIFY_COST * (k as f64 * n as f64))
+    Some(model.piece * pieces + DENSIFY_COST * (k as f64 * n as f64))
 }
 
 /// The records' modeled time ([`dense_b_pays`]).
-fn records_cost(records: usize, pairs: usize) -> f64 {
-    RECORD_COST * records as f64 + PAIR_COST * pairs as f64
+fn records_cost(model: &RouteModel, records: usize, pairs: usize) -> f64 {
+    model.record * records as f64 + model.pair * pairs as f64
 }
 
 /// A plan's dense-B route: the SpMM plan of A's pattern, B's block cells and the workspace
@@ -239,8 +263,9 @@ impl Context {
     }
 
     /// `C = alpha · A · B + beta · C` into a block-sparse C on the dense-B route: `A · B` into
-    /// the plan's f32 product, then C's blocks gathered from it (arguments checked by the
-    /// caller: patterns, C's pattern, devices, batch, alpha and beta).
+    /// the plan's product workspace (f32; with beta 0, `alpha · A · B` in C's type), then C's
+    /// blocks gathered from it (arguments checked by the caller: patterns, C's pattern,
+    /// devices, batch, alpha and beta).
     pub(super) fn run_dense_b_bsr<T: InputElement, O: Element>(
         &self,
         d: &DenseB,
@@ -270,8 +295,21 @@ impl Context {
         let mut product = block_c.product.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let (rows, cols) = (a.nrows(), b.ncols());
         let shape = MatShape::new(rows, cols, cols, Layout::RowMajor).batched(a.batch, rows * cols);
-        let out = MatMut::new(&mut product, shape)?;
-        self.with_dense_b(d, b, |dense| self.run_spmm(&d.spmm, 1.0, a, dense, 0.0, out, || self.densify(d, b, densify)))?;
+        // With beta 0 the SpMM epilogue writes `alpha · A · B` in C's type, rounded as the
+        // gather from f32 would round it, and the gather copies it (half the bytes of an f32
+        // product for a 16-bit C); otherwise `A · B` in f32, and the gather scales.
+        let as_blocks = beta == 0.0;
+        if as_blocks {
+            let len = product.len();
+            // SAFETY: views the plan's f32 workspace as `len` elements of `O` (f16, bf16 or
+            // f32: plain data, every bit pattern a value), at most its size in bytes.
+            let view = unsafe { product.transmute_mut::<O>(len) }.ok_or(Error::Internal("the product workspace is too small".into()))?;
+            let out = MatMut::from_view(view, shape)?;
+            self.with_dense_b(d, b, |dense| self.run_spmm(&d.spmm, alpha, a, dense, 0.0, out, || self.densify(d, b, densify)))?;
+        } else {
+            let out = MatMut::new(&mut product, shape)?;
+            self.with_dense_b(d, b, |dense| self.run_spmm(&d.spmm, 1.0, a, dense, 0.0, out, || self.densify(d, b, densify)))?;
+        }
         let (bm_log2, bn_log2) = (c.pattern.block.bm.trailing_zeros(), c.pattern.block.bk.trailing_zeros());
         let values_batch_stride = c.values_per_matrix() as u64;
         let (dense, _gd) = product.device_ptr(stream);
@@ -289,17 +327,17 @@ impl Context {
             batch: a.batch as u32,
             alpha,
             beta,
-            _pad: 0,
+            dense_as_blocks: as_blocks as u32,
         };
         let chunks = (rows * cols / SPARSIFY_CHUNK as usize) as u32;
         // SAFETY: the sparsify kernel's parameter block for output type `O`; `dense` is the
-        // plan's `(batch, M, N)` f32 product, written by the SpMM launch queued before on this
-        // stream, `cells` names only blocks of C's pattern (or NO_BLOCK) for each of its block
-        // cells, and `values` is C's live allocation of `batch` matrices of that pattern; one
-        // thread per 4-element chunk of a matrix (the grid's tail checks the count; fewer than
-        // 2³² chunks, checked by the planner), each 16-byte load aligned (rows of a multiple of
-        // 16 elements, allocations 256-byte aligned), each 2-element store aligned (blocks at
-        // least 16 wide, even columns).
+        // plan's `(batch, M, N)` product (f32, or `O` where `dense_as_blocks`), written by the
+        // SpMM launch queued before on this stream, `cells` names only blocks of C's pattern
+        // (or NO_BLOCK) for each of its block cells, and `values` is C's live allocation of
+        // `batch` matrices of that pattern; one thread per 8-element chunk of a matrix (the
+        // grid's tail checks the count; fewer than 2³² chunks, checked by the planner), each
+        // 16-byte access aligned (rows and blocks at least 16 wide, chunks at multiples of 8
+        // columns, allocations 256-byte aligned, batch strides multiples of 256 elements).
         unsafe { launch(stream, sparsify, chunks.div_ceil(SPARSIFY_THREADS), params) }?;
         workspace.release()
     }
@@ -358,7 +396,7 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blocksparse_testkit::testgen::{banded_mask, exact_mask, seeded_rng};
+    use blocksparse_testkit::testgen::{banded_mask, exact_mask, seeded_rng, topk_mask};
 
     fn pattern(mask: &[bool], cols: usize) -> (Vec<u32>, Vec<u32>) {
         let (mut row_ptr, mut col_idx) = (vec![0u32], Vec::new());
@@ -369,30 +407,42 @@ mod tests {
         (row_ptr, col_idx)
     }
 
-    /// The model's choice on each 16×16 case of perf notes v44 (C dense) and v45 (C at the
-    /// product's pattern) (8192³, H100, the records and pairs its plans counted): the route
-    /// measured faster is the one chosen.
+    /// The model's choice on each case of perf notes v44 (16×16, C dense), v45 (16×16, C at
+    /// the product's pattern) and v46 (32×32, both C kinds) (8192³, H100, the records and pairs
+    /// its plans counted): the route measured faster is the one chosen.
     #[test]
     fn the_cost_model_chooses_the_route_measured_faster() {
         let mut rng = seeded_rng(777);
-        let g = 512;
         // (A's mask, pairs, (records, B dense measured faster) with C dense, and with C at the
         // product's pattern)
-        let cases = [
+        let g = 512;
+        let cases16 = [
             ("uniform 12.5 %", exact_mask(g, g, 0.125, &mut rng), 2_097_070, (923_240, false), (923_602, false)),
             ("uniform 25 %", exact_mask(g, g, 0.25, &mut rng), 8_386_006, (2_078_511, false), (2_078_511, false)),
             ("uniform 37.5 %", exact_mask(g, g, 0.375, &mut rng), 18_874_222, (3_144_980, true), (3_144_980, true)),
             ("uniform 50 %", exact_mask(g, g, 0.5, &mut rng), 33_552_643, (4_194_304, true), (4_194_304, true)),
             ("banded 12.5 %", banded_mask(g, g, 0.125), 2_097_152, (925_952, true), (925_950, true)),
         ];
-        let n = 16 * g;
-        for (what, mask, pairs, dense, block) in cases {
-            let (row_ptr, col_idx) = pattern(&mask, g);
-            let route = dense_b_cost(&row_ptr, &col_idx, n, n).expect("the merged tile's plan");
-            let gather = SPARSIFY_COST * (n * n) as f64;
-            for ((records, dense_b), route, c) in [(dense, route, "dense C"), (block, route + gather, "block-sparse C")] {
-                let recs = records_cost(records, pairs);
-                assert_eq!(route < recs, dense_b, "{what}, {c}: dense-B route {route:.3e}, records {recs:.3e}");
+        let g = 256;
+        let cases32 = [
+            ("uniform 12.5 %", exact_mask(g, g, 0.125, &mut rng), 262_407, (173_267, false), (172_922, false)),
+            ("uniform 25 %", exact_mask(g, g, 0.25, &mut rng), 1_048_796, (470_409, false), (470_409, false)),
+            ("uniform 37.5 %", exact_mask(g, g, 0.375, &mut rng), 2_359_173, (767_966, false), (767_966, false)),
+            ("uniform 50 %", exact_mask(g, g, 0.5, &mut rng), 4_195_179, (1_044_862, true), (1_044_862, true)),
+            ("top-16", topk_mask(g, g, 16, &mut rng), 65_536, (53_043, false), (47_712, false)),
+            ("banded 12.5 %", banded_mask(g, g, 0.125), 262_144, (173_152, false), (171_868, false)),
+        ];
+        let n = 8192;
+        for (bs, cases) in [(16, &cases16[..]), (32, &cases32[..])] {
+            let model = route_model(bs).expect("a fitted model");
+            for (what, mask, pairs, dense, block) in cases {
+                let (row_ptr, col_idx) = pattern(mask, n / bs);
+                let route = dense_b_cost(model, &row_ptr, &col_idx, n, n).expect("the merged tile's plan");
+                let gather = SPARSIFY_COST * (n * n) as f64;
+                for (&(records, dense_b), route, c) in [(dense, route, "dense C"), (block, route + gather, "block-sparse C")] {
+                    let recs = records_cost(model, records, *pairs);
+                    assert_eq!(route < recs, dense_b, "{bs}×{bs} {what}, {c}: dense-B route {route:.3e}, records {recs:.3e}");
+                }
             }
         }
     }
