@@ -1034,7 +1034,7 @@ pub enum OpKind {
     Fixup,
     /// A block-sparse matrix's values written out dense ([`DensifyParams`]).
     Densify,
-    /// A dense f32 matrix's values at a block pattern's blocks, scaled into them
+    /// A dense matrix's values at a block pattern's blocks, scaled into them from f32 or copied
     /// ([`SparsifyParams`]).
     Sparsify,
 }
@@ -1061,7 +1061,7 @@ pub enum KernelFamily {
 /// f16 / bf16 / f32 (the tile index points into [`MMA_TILES`] or [`WGMMA_TILES`]; the fix-up
 /// kernels have no input type or tile, and list F16 and 0; the densify kernel moves 16-bit
 /// values as bits, for f16 and bf16 alike, and lists F16, 0 and F16; the sparsify kernels read
-/// f32, and list F16, 0 and their output type). The device crate defines the entry
+/// f32 or their output type, and list F16, 0 and their output type). The device crate defines the entry
 /// points from it, the build step patches the Hopper entries' headers, and the host crate loads
 /// its typed kernel handles and checks the PTX and SASS, so they cannot drift.
 #[macro_export]

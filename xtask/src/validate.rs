@@ -849,9 +849,9 @@ fn spgemm_cases(v: &mut Cases) {
     }
 
     // A product may stream B dense into the SpMM kernels (perf notes v44; a block-sparse C
-    // gathered from the f32 product, v45): every case (but the copies with a ring asked for)
-    // once more on that route (by default only 16×16 products on Hopper where its cost model
-    // prefers it), the records' knobs left to their defaults.
+    // gathered from the product workspace, v45, v46): every case (but the copies with a ring
+    // asked for) once more on that route (by default only 16×16 and 32×32 products on Hopper
+    // where its cost model prefers it), the records' knobs left to their defaults.
     let streamed: Vec<Case> = v.0[first..].iter().filter(|c| matches!(c.op, Op::Spgemm(_)) && c.plan.warp.is_none()).cloned().collect();
     for c in streamed {
         let plan = CasePlan { dense_b: Some(true), pair: None, ..c.plan };
@@ -1341,6 +1341,139 @@ fn spgemm_value_types(ctx: &Context, seed: u64, tol: f64) -> (bool, String) {
     }
 }
 
+/// The label of [`spgemm_gather`] (`--filter spgemm` and `--filter dense-b` select it).
+const SPGEMM_GATHER: &str =
+    "spgemm dense-b: C's blocks are the dense C's at them, bit for bit (beta 0), one plan for f16 / f32 C and beta != 0";
+
+/// BSR × BSR with B streamed dense into a block-sparse C: with beta 0 the blocks of C (the
+/// product's pattern, a mask, an empty mask) are those of the same route's dense C at their
+/// places, bit for bit (the gather copies a product the SpMM kernels rounded as they round a
+/// dense C), for an f16 and an f32 C through one plan; then, through the same plan, beta != 0
+/// (the f32 product, scaled by the gather) within f32 rounding of `alpha · P + beta · C`. On
+/// the Hopper path the default plan of a 16×16 50 % × 50 % product of 1024 × 1024 × 512 takes
+/// the route, on the portable path it keeps the records.
+fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
+    fn check<O: Element + Copy>(
+        ctx: &Context,
+        plans: &[(&str, &blocksparse::SpgemmPlan)],
+        dense: &blocksparse::SpgemmPlan,
+        (a, b): (&DeviceBsr<f16>, &DeviceBsr<f16>),
+        (nan, bits): (O, fn(O) -> u32),
+    ) -> Result<usize, String> {
+        let e = |e: blocksparse::Error| e.to_string();
+        let (m, n) = (a.nrows(), b.ncols());
+        let alpha = 0.75;
+        let mut cd = ctx.upload_matrix(m, n, &vec![nan; m * n]).map_err(e)?;
+        ctx.spgemm(dense, alpha, a, b, 0.0, &mut cd).map_err(e)?;
+        let want = ctx.download_matrix(&cd).map_err(e)?;
+        let mut compared = 0;
+        for (what, plan) in plans {
+            let mut c = ctx.spgemm_output::<O>(plan).map_err(e)?;
+            let len = c.values_per_matrix();
+            if len > 0 {
+                ctx.update_values(&mut c, &vec![nan; len]).map_err(e)?;
+            }
+            ctx.spgemm_bsr(plan, alpha, a, b, 0.0, &mut c).map_err(e)?;
+            let got = ctx.download_values(&c).map_err(e)?;
+            let p = c.pattern();
+            let (bm, bn) = (p.block().bm, p.block().bk);
+            for i in 0..p.block_rows() {
+                for q in p.row_ptr()[i] as usize..p.row_ptr()[i + 1] as usize {
+                    let j = p.col_idx()[q] as usize;
+                    for r in 0..bm {
+                        for cc in 0..bn {
+                            let (g, w) = (got[(q * bm + r) * bn + cc], want[(i * bm + r) * n + j * bn + cc]);
+                            if bits(g) != bits(w) {
+                                return Err(format!(
+                                    "{what}: block ({i}, {j}) element ({r}, {cc}): {:#x}, the dense C's {:#x}",
+                                    bits(g),
+                                    bits(w)
+                                ));
+                            }
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(compared)
+    }
+    let run = || -> Result<String, String> {
+        let e = |e: blocksparse::Error| e.to_string();
+        let mut rng = seeded_rng(seed);
+        let (m, k, n, bs) = (16 * 12, 16 * 20, 16 * 18, 16);
+        let block = BlockShape::square(bs);
+        let bsr = |rows: usize, cols: usize, density: f64, rng: &mut TestRng| -> Result<Bsr<f16>, String> {
+            let mask = random_mask(rows / bs, cols / bs, density, rng);
+            let nnzb = mask.iter().filter(|&&x| x).count();
+            Bsr::from_block_mask(rows, cols, block, &mask, random_values::<f16>(nnzb * bs * bs, rng)).map_err(e)
+        };
+        let (a, b, mask) = (bsr(m, k, 0.5, &mut rng)?, bsr(k, n, 0.5, &mut rng)?, bsr(m, n, 0.4, &mut rng)?);
+        let none = Bsr::<f16>::from_block_mask(m, n, block, &vec![false; (m / bs) * (n / bs)], Vec::new()).map_err(e)?;
+        let (a, b, mask, none) = (
+            ctx.upload_bsr(&a).map_err(e)?,
+            ctx.upload_bsr(&b).map_err(e)?,
+            ctx.upload_bsr(&mask).map_err(e)?,
+            ctx.upload_bsr(&none).map_err(e)?,
+        );
+        let opts = PlanOptions { dense_b: Some(true), ..Default::default() };
+        let plan = |out: SpgemmOutput| ctx.plan_spgemm_with(&a, &b, out, &opts).map_err(e);
+        let dense = plan(SpgemmOutput::Dense)?;
+        let product = plan(SpgemmOutput::Product)?;
+        let masked = plan(SpgemmOutput::Mask(mask.pattern().clone()))?;
+        let empty = plan(SpgemmOutput::Mask(none.pattern().clone()))?;
+        let plans = [("product pattern", &product), ("mask", &masked), ("empty mask", &empty)];
+        let compared = check::<f16>(ctx, &plans, &dense, (&a, &b), (f16::NAN, |x| x.to_bits() as u32))?
+            + check::<f32>(ctx, &plans, &dense, (&a, &b), (f32::NAN, f32::to_bits))?;
+        // beta != 0 through the same plan: the f32 product scaled by the gather.
+        let (alpha, beta) = (-1.5f32, 0.5f32);
+        let mut cd = ctx.zeros_matrix::<f32>(m, n).map_err(e)?;
+        ctx.spgemm(&dense, 1.0, &a, &b, 0.0, &mut cd).map_err(e)?;
+        let p_dense = ctx.download_matrix(&cd).map_err(e)?;
+        let mut c = ctx.spgemm_output::<f32>(&product).map_err(e)?;
+        let c0: Vec<f32> = (0..c.values_per_matrix()).map(|_| rng.random_range(-1.0..1.0)).collect();
+        ctx.update_values(&mut c, &c0).map_err(e)?;
+        ctx.spgemm_bsr(&product, alpha, &a, &b, beta, &mut c).map_err(e)?;
+        let got = ctx.download_values(&c).map_err(e)?;
+        let p = c.pattern();
+        let mut worst = 0f64;
+        for i in 0..p.block_rows() {
+            for q in p.row_ptr()[i] as usize..p.row_ptr()[i + 1] as usize {
+                let j = p.col_idx()[q] as usize;
+                for r in 0..bs {
+                    for cc in 0..bs {
+                        let at = (q * bs + r) * bs + cc;
+                        let want = alpha as f64 * p_dense[(i * bs + r) * n + j * bs + cc] as f64 + beta as f64 * c0[at] as f64;
+                        worst = worst.max((got[at] as f64 - want).abs() / want.abs().max(1.0));
+                    }
+                }
+            }
+        }
+        if worst.is_nan() || worst > 1e-6 {
+            return Err(format!("beta != 0: relative difference {worst:.2e} from alpha · P + beta · C"));
+        }
+        // The default's choice, on a shape where the route's fixed costs (densifying B,
+        // gathering C) are small beside its dense work (1024 × 1024 × 512: the model puts the
+        // route at 0.7 of the records; at the shape above it keeps the records).
+        let (a, b) = (bsr(1024, 1024, 0.5, &mut rng)?, bsr(1024, 512, 0.5, &mut rng)?);
+        let (a, b) = (ctx.upload_bsr(&a).map_err(e)?, ctx.upload_bsr(&b).map_err(e)?);
+        let default = ctx.plan_spgemm(&a, &b, SpgemmOutput::Product).map_err(e)?;
+        let hopper = ctx.arch() == Arch::Sm90a;
+        if default.dense_b() != hopper {
+            return Err(format!(
+                "the default plan {} B dense on the {} path",
+                if default.dense_b() { "streams" } else { "does not stream" },
+                if hopper { "Hopper" } else { "portable" }
+            ));
+        }
+        Ok(format!("{compared} elements equal; beta != 0 within {worst:.1e}; default: {}", crate::bench::spgemm::kernel_label(&default)))
+    };
+    match run() {
+        Ok(d) => (true, d),
+        Err(d) => (false, d),
+    }
+}
+
 /// The label of [`spgemm_errors`] (`--filter spgemm` selects it).
 const SPGEMM_ERRORS: &str = "spgemm: invalid arguments rejected with typed errors before launch, C untouched";
 
@@ -1373,6 +1506,10 @@ fn spgemm_errors(ctx: &Context, seed: u64) -> (bool, String) {
         let streamed_product = ctx.plan_spgemm_with(&a, &b, SpgemmOutput::Product, &dense_b).map_err(e)?;
         let streamed_masked = ctx.plan_spgemm_with(&a, &b, SpgemmOutput::Mask(mask.pattern().clone()), &dense_b).map_err(e)?;
         let sentinel = 3.25f32;
+        let mut c_streamed = ctx.spgemm_output::<f32>(&streamed_product).map_err(e)?;
+        let streamed_len = c_streamed.values_per_matrix();
+        ctx.update_values(&mut c_streamed, &vec![sentinel; streamed_len]).map_err(e)?;
+        let mut c_streamed2 = ctx.zeros_bsr_like::<f32, f32>(&c_streamed, 2).map_err(e)?;
         let mut c = ctx.upload_matrix(m, n, &vec![sentinel; m * n]).map_err(e)?;
         let mut c_wide = ctx.upload_matrix(m, n + 8, &vec![sentinel; m * (n + 8)]).map_err(e)?;
         let mut c2 = ctx.upload_matrix_batch(2, m, n, &vec![sentinel; 2 * m * n]).map_err(e)?;
@@ -1410,8 +1547,19 @@ fn spgemm_errors(ctx: &Context, seed: u64) -> (bool, String) {
             ),
             (
                 "spgemm_bsr, B dense: alpha infinite",
-                ctx.spgemm_bsr(&streamed_product, f32::INFINITY, &a, &b, 0.0, &mut c_prod),
+                ctx.spgemm_bsr(&streamed_product, f32::INFINITY, &a, &b, 0.0, &mut c_streamed),
                 "NotFinite",
+            ),
+            ("spgemm_bsr, B dense: beta NaN", ctx.spgemm_bsr(&streamed_product, 1.0, &a, &b, f32::NAN, &mut c_streamed), "NotFinite"),
+            (
+                "spgemm_bsr, B dense: A of another pattern object",
+                ctx.spgemm_bsr(&streamed_product, 1.0, &a_again, &b, 0.0, &mut c_streamed),
+                "PlanMismatch",
+            ),
+            (
+                "spgemm_bsr, B dense: C of another batch",
+                ctx.spgemm_bsr(&streamed_product, 1.0, &a, &b, 0.0, &mut c_streamed2),
+                "BatchMismatch",
             ),
             ("spgemm, B dense: A of another pattern object", ctx.spgemm(&streamed, 1.0, &a_again, &b, 0.0, &mut c), "PlanMismatch"),
             ("spgemm, B dense: C of another width", ctx.spgemm(&streamed, 1.0, &a, &b, 0.0, &mut c_wide), "ShapeMismatch"),
@@ -1443,7 +1591,8 @@ fn spgemm_errors(ctx: &Context, seed: u64) -> (bool, String) {
         if !(untouched(ctx.download_matrix(&c).map_err(e)?)
             && untouched(ctx.download_matrix(&c_wide).map_err(e)?)
             && untouched(ctx.download_matrix(&c2).map_err(e)?)
-            && untouched(ctx.download_values(&c_prod).map_err(e)?))
+            && untouched(ctx.download_values(&c_prod).map_err(e)?)
+            && untouched(ctx.download_values(&c_streamed).map_err(e)?))
         {
             return Err("an output was written by a call that failed".into());
         }
@@ -1545,6 +1694,9 @@ pub fn run(args: Args) -> Result<bool, String> {
     }
     if args.filter.as_deref().is_none_or(|f| SPGEMM_TYPES.contains(f)) {
         report(SPGEMM_TYPES, spgemm_value_types(&ctx, seed ^ 4, args.tol));
+    }
+    if args.filter.as_deref().is_none_or(|f| SPGEMM_GATHER.contains(f)) {
+        report(SPGEMM_GATHER, spgemm_gather(&ctx, seed ^ 5));
     }
     if !args.no_examples && args.filter.is_none() {
         for (name, ok, detail) in run_examples() {

@@ -147,7 +147,10 @@ pub struct PlanOptions {
     /// `Some(true)`: always, the records' knobs unused; `Some(false)`: never. A block-sparse C
     /// (the product's pattern or a mask) is gathered from an `A · B` the plan holds (`M · N`
     /// f32 elements per matrix, beside B dense; with beta 0 the product is written in C's type
-    /// and copied): every element of `A · B` is computed, also outside C's blocks.
+    /// and copied): every element of `A · B` is computed, also outside C's blocks. The model's
+    /// gather is the copy's (beta 0, a 16-bit C); with beta ≠ 0 or an f32 C the gather takes
+    /// about twice as long (perf notes v45, v46), so near the model's boundary (32×32 50 % ×
+    /// 50 % into a block-sparse C) the route is then no faster than the records.
     ///
     /// Non-finite values: the SpMM kernels multiply A's blocks by B's zeros where B has no
     /// block, and a merged SpMM plan B's rows by zeros where a merged row of A has no block

@@ -32,7 +32,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::spgemm_dense_b::{DENSE_B_MEMORY_SHARE, DenseB, dense_b_device_bytes, dense_b_may_pay, dense_b_pays};
+use super::spgemm_dense_b::{DenseB, dense_b_device_bytes, dense_b_fits, dense_b_may_pay, dense_b_pays};
 use super::{PlanOptions, TileChoice, c_store_map, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::bsr::BlockShape;
 use crate::context::Context;
@@ -89,7 +89,9 @@ pub struct SpgemmSize {
     /// dense).
     pub tiles: usize,
     /// Bytes of device memory the plan takes: its records, one work item per output tile and
-    /// matrix, and a product-pattern C's column indices. Splitting the longest tiles (decided
+    /// matrix, and a product-pattern C's column indices (with B streamed dense: B dense, the
+    /// product workspace of a block-sparse C, the cell maps and the SpMM plan at its bounds,
+    /// instead of the records and items). Splitting the longest tiles (decided
     /// when the plan is made, for the GPU's size) adds a few items and partial tiles per SM:
     /// [`SpgemmPlan::device_bytes`] has the exact total.
     pub device_bytes: usize,
@@ -783,9 +785,14 @@ impl Context {
         let bn = b.block().bk;
         // B streamed dense: asked for (no records walked), or (the default) where the dense-B
         // route's modeled time is below the records', counted below.
-        let block_c = !matches!(out, SpgemmOutput::Dense);
+        // A block-sparse C with blocks: the route gathers them from its product workspace.
+        let block_c = match out {
+            SpgemmOutput::Dense => false,
+            SpgemmOutput::Product => counts.c_blocks > 0,
+            SpgemmOutput::Mask(m) => m.nnzb() > 0,
+        };
         let may_stream_b = match opts.dense_b {
-            Some(true) => return self.dense_b_symbolic(a, b, out, counts.pairs, counts.c_blocks, choice),
+            Some(true) => return self.dense_b_symbolic(a, b, out, None, counts.pairs, counts.c_blocks, choice),
             Some(false) => false,
             // A knob of the records or of SpMM's merge given keeps the records; so does a B (or
             // a product) too large to stream dense, or whose workspaces would take more than
@@ -796,7 +803,7 @@ impl Context {
                     && opts.merge_rows.is_none()
                     && opts.split_rows.is_none()
                     && dense_b_may_pay(self.arch().has(KernelFamily::Hopper), &a.pattern, &b.pattern)
-                    && dense_b_device_bytes(a, b, block_c).is_ok_and(|(w, _, _)| w <= self.memory_bytes() / DENSE_B_MEMORY_SHARE)
+                    && dense_b_device_bytes(a, b, block_c).is_ok_and(|(w, _, _)| dense_b_fits(w, self.memory_bytes()))
             }
         };
         let mut layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
@@ -852,7 +859,7 @@ impl Context {
         let pre_tiles = pre.tiles.len();
         let rec = zip_groups(pre, &layout, None)?;
         if may_stream_b && dense_b_pays(&a.pattern, b.ncols(), block_c, rec.n_records, counts.pairs) {
-            return self.dense_b_symbolic(a, b, out, counts.pairs, counts.c_blocks, choice);
+            return self.dense_b_symbolic(a, b, out, product, counts.pairs, counts.c_blocks, choice);
         }
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -890,22 +897,29 @@ impl Context {
     }
 
     /// The symbolic phase of a plan that streams B dense: its sizes (no records) and, for a
-    /// product-pattern C, C's pattern (`product_blocks` blocks).
+    /// product-pattern C, C's pattern (`product_blocks` blocks; `product` where the records'
+    /// counting pass made it already).
+    #[allow(clippy::too_many_arguments)]
     fn dense_b_symbolic<T: InputElement>(
         &self,
         a: &DeviceBsr<T>,
         b: &DeviceBsr<T>,
         out: &SpgemmOutput,
+        product: Option<(Vec<u32>, Vec<u32>)>,
         pairs: usize,
         product_blocks: usize,
         choice: TileChoice,
     ) -> Result<(Symbolic, TileChoice)> {
-        let (workspaces, cells, spmm) = dense_b_device_bytes(a, b, !matches!(out, SpgemmOutput::Dense))?;
-        let (product, c_blocks) = match out {
-            SpgemmOutput::Dense => (None, a.pattern.block_rows() * b.pattern.block_cols()),
-            SpgemmOutput::Product => (Some(pairs::product_pattern(&grid(&a.pattern), &grid(&b.pattern), product_blocks)?), product_blocks),
-            SpgemmOutput::Mask(m) => (None, m.nnzb()),
+        let (product, c_blocks) = match (out, product) {
+            (SpgemmOutput::Dense, _) => (None, a.pattern.block_rows() * b.pattern.block_cols()),
+            (SpgemmOutput::Product, Some(p)) => (Some(p), product_blocks),
+            (SpgemmOutput::Product, None) => {
+                (Some(pairs::product_pattern(&grid(&a.pattern), &grid(&b.pattern), product_blocks)?), product_blocks)
+            }
+            (SpgemmOutput::Mask(m), _) => (None, m.nnzb()),
         };
+        let block_c = !matches!(out, SpgemmOutput::Dense) && c_blocks > 0;
+        let (workspaces, cells, spmm) = dense_b_device_bytes(a, b, block_c)?;
         // The SpMM plan's host structures are about the size of its device ones (counted
         // twice: its candidates), beside the cell maps and a product pattern.
         let product_bytes = product.as_ref().map_or(0, |(rp, ci)| 4 * (rp.len() + ci.len()));
@@ -945,7 +959,7 @@ impl Context {
     /// zeros where the two do not pair, so an Inf or NaN in one operand block can make NaN
     /// (0 · Inf) in other C blocks of the same tile. The `mma.sync` tiles (the other shapes, and
     /// every shape on other GPUs) multiply only the pairs. A plan that streams B dense
-    /// ([`PlanOptions::dense_b`], chosen by default for some 16×16 products into a dense C on
+    /// ([`PlanOptions::dense_b`], chosen by default for some 16×16 and 32×32 products on
     /// Hopper) multiplies A's blocks by B's zeros too. With finite inputs the result is the
     /// plain sum over pairs.
     pub fn plan_spgemm<T: InputElement>(&self, a: &DeviceBsr<T>, b: &DeviceBsr<T>, out: SpgemmOutput) -> Result<SpgemmPlan> {

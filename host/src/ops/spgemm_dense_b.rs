@@ -1,12 +1,14 @@
 //! BSR × BSR with B streamed dense ([`PlanOptions::dense_b`]): each product writes B's blocks
 //! into a dense workspace (the densify kernel, zeros outside the blocks) and runs `A · B` on the
 //! SpMM kernels, whose merged tiles run on wgmma on Hopper where A's blocks are 16 or 32 deep;
-//! a block-sparse C is then gathered from an f32 workspace (the sparsify kernel):
+//! a block-sparse C is then gathered from a product workspace (the sparsify kernel):
 //! ```text
 //! B_dense[b] = B[b] with zeros outside its blocks             (densify kernel)
 //! dense C:  C[b] = alpha · A[b] · B_dense[b] + beta · C[b]     (the SpMM plan of A's pattern)
-//! BSR C:    P[b] = A[b] · B_dense[b]                           (the same plan, f32 P)
-//!           C[b] at C's blocks = alpha · P[b] + beta · C[b]    (sparsify kernel)
+//! BSR C, beta 0:  P[b] = alpha · A[b] · B_dense[b]           (the same plan, P in C's type)
+//!                 C[b] at C's blocks = P[b]                   (sparsify kernel, a copy)
+//! BSR C, else:    P[b] = A[b] · B_dense[b]                    (the same plan, f32 P)
+//!                 C[b] at C's blocks = alpha · P[b] + beta · C[b]  (sparsify kernel)
 //! ```
 //! The same sum as the records' (every pair of A's and B's blocks, in increasing K, plus
 //! products with B's zeros), deterministic like both kernels.
@@ -71,11 +73,17 @@ const DENSIFY_COST: f64 = 0.003;
 /// product is f32 and the gather slower (0.18–0.20 ms in v45, before its 16-byte stores).
 const SPARSIFY_COST: f64 = 0.005;
 
-/// The default streams B dense only where the route's workspaces (B dense, and the f32
-/// product of a block-sparse C) take at most this share of the device's memory: the records
+/// The default streams B dense only where the route's workspaces (B dense, and the product
+/// of a block-sparse C) take at most this share of the device's memory: the records
 /// hold no workspace of the product's size, and the default should not make a plan that the
 /// records would have made in a fraction of the memory fail to fit.
-pub(super) const DENSE_B_MEMORY_SHARE: usize = 8;
+const DENSE_B_MEMORY_SHARE: usize = 8;
+
+/// Whether the route's `workspaces` bytes fit the default's share of the device's `memory`
+/// ([`DENSE_B_MEMORY_SHARE`]).
+pub(super) fn dense_b_fits(workspaces: usize, memory: usize) -> bool {
+    workspaces <= memory / DENSE_B_MEMORY_SHARE
+}
 
 /// The cost model of `bs`×`bs` blocks, if one was fitted.
 fn route_model(bs: usize) -> Option<&'static RouteModel> {
@@ -126,7 +134,7 @@ fn records_cost(model: &RouteModel, records: usize, pairs: usize) -> f64 {
 }
 
 /// A plan's dense-B route: the SpMM plan of A's pattern, B's block cells and the workspace
-/// (and, for a block-sparse C, C's block cells and the f32 product).
+/// (and, for a block-sparse C, C's block cells and the product workspace).
 pub(super) struct DenseB {
     /// `A · B_dense` on the SpMM kernels.
     pub spmm: SpmmPlan,
@@ -140,33 +148,36 @@ pub(super) struct DenseB {
     busy: Exclusive,
 }
 
-/// The dense-B route's part for a block-sparse C: the SpMM kernels write `A · B` into an f32
-/// workspace, and the sparsify kernel gathers C's blocks from it.
+/// The dense-B route's part for a block-sparse C: the SpMM kernels write `A · B` into a
+/// workspace (f32; with beta 0, `alpha · A · B` in C's type), and the sparsify kernel gathers
+/// C's blocks from it.
 struct BlockC {
     /// `((M / bm) · (N / bn),)`: per block cell of C, row-major, its block or [`NO_BLOCK`].
     cells: CudaSlice<u32>,
-    /// `A · B` in f32, `(batch, M, N)` row-major (locked by the product holding `busy`: the
-    /// SpMM path writes it through a `&mut`).
+    /// The product, `(batch, M, N)` row-major, f32 elements (or C's, in their first half;
+    /// locked by the product holding `busy`: the SpMM path writes it through a `&mut`).
     product: Mutex<CudaSlice<f32>>,
+    /// f32 elements of `product`.
+    product_len: usize,
 }
 
 impl DenseB {
     /// Bytes of device memory the route holds (the SpMM plan's included).
     pub fn device_bytes(&self) -> usize {
-        let block_c = self.block_c.as_ref().map_or(0, |c| 4 * c.cells.len() + 4 * c.product.lock().map_or(0, |p| p.len()));
+        let block_c = self.block_c.as_ref().map_or(0, |c| 4 * (c.cells.len() + c.product_len));
         2 * self.dense.len() + 4 * self.cells.len() + block_c + self.spmm.device_bytes()
     }
 }
 
 /// Device bytes of a dense-B plan, counted before anything is allocated, as `(workspaces, cell
-/// maps, SpMM plan)`: B dense and its cell map; for a block-sparse C (`block_c`), the f32
-/// product and C's cell map; and the SpMM plan's stream and work list at their bounds (a
+/// maps, SpMM plan)`: B dense and its cell map; for a block-sparse C with blocks (`block_c`),
+/// the product workspace (`M · N` f32 per matrix) and C's cell map; and the SpMM plan's stream and work list at their bounds (a
 /// merged stream holds at most nine words per block of A: its K index and up to eight rows'
 /// blocks; one work item per 128-column tile of each block row and matrix). Split tiles add a
 /// few items and partial tiles per SM: [`crate::SpgemmPlan::device_bytes`] has the exact
 /// total. [`Error::TooLarge`] where the densify kernel's 32-bit chunk indices cannot cover one
 /// matrix of B (one thread per 8 elements), or the sparsify kernel's one matrix of `A · B`
-/// (one per 4).
+/// (one per 8).
 pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_c: bool) -> Result<(usize, usize, usize)> {
     let fits = |elems: u64, chunk: u32, threads: u32| elems / chunk as u64 + threads as u64 <= u32::MAX as u64;
     let elems = b.nrows() as u64 * b.ncols() as u64;
@@ -207,7 +218,7 @@ fn cell_map(p: &Pattern) -> Vec<u32> {
 impl Context {
     /// The dense-B route of a plan of `A · B`: B's cell map, the workspace, the SpMM plan of
     /// A's pattern for B's N (`opts`' SpMM knobs passed on), and for a block-sparse C with
-    /// pattern `c`, C's cell map and the f32 product.
+    /// pattern `c` (with blocks), C's cell map and the product workspace.
     pub(super) fn plan_dense_b<T: InputElement>(
         &self,
         a: &DeviceBsr<T>,
@@ -233,10 +244,12 @@ impl Context {
         // (Zeroed once; every product's densify writes all of it, as the SpMM kernels write
         // all of the product.)
         let dense = stream.alloc_zeros::<u16>(dense_len(b.nrows(), b.ncols(), b.batch, "dense B")?)?;
-        let block_c = match c {
+        // (A C without blocks has nothing to gather: no workspace.)
+        let block_c = match c.filter(|c| c.nnzb() > 0) {
             Some(c) => {
-                let product = stream.alloc_zeros::<f32>(dense_len(a.nrows(), b.ncols(), a.batch, "A · B")?)?;
-                Some(BlockC { cells: upload_cells(c)?, product: Mutex::new(product) })
+                let product_len = dense_len(a.nrows(), b.ncols(), a.batch, "A · B")?;
+                let product = stream.alloc_zeros::<f32>(product_len)?;
+                Some(BlockC { cells: upload_cells(c)?, product: Mutex::new(product), product_len })
             }
             None => None,
         };
@@ -275,12 +288,12 @@ impl Context {
         beta: f32,
         c: &mut DeviceBsr<O>,
     ) -> Result<()> {
-        let Some(block_c) = &d.block_c else {
-            return Err(Error::Internal("a dense-B plan of a dense C ran for a block-sparse C".into()));
-        };
         if c.nnzb() == 0 {
             return Ok(()); // no output blocks
         }
+        let Some(block_c) = &d.block_c else {
+            return Err(Error::Internal("a dense-B plan of a dense C ran for a block-sparse C".into()));
+        };
         let densify = self.densify_kernel()?;
         let sparsify = self.kernels.get(KernelKey {
             op: OpKind::Sparsify,
@@ -405,6 +418,18 @@ mod tests {
             row_ptr.push(col_idx.len() as u32);
         }
         (row_ptr, col_idx)
+    }
+
+    /// The default's memory share on an 80 GB device (10 GB): with a block-sparse C (B dense and
+    /// the f32 product, 6 bytes per element of N²), 8192² (0.4 GB) and 32768² (6.4 GB) stream
+    /// B dense, 65536² (25.8 GB) keeps the records.
+    #[test]
+    fn the_default_keeps_the_records_where_the_workspaces_are_large() {
+        let memory = 80 << 30;
+        let bytes = |n: usize| 2 * n * n + 4 * n * n;
+        assert!(dense_b_fits(bytes(8192), memory));
+        assert!(dense_b_fits(bytes(32768), memory));
+        assert!(!dense_b_fits(bytes(65536), memory));
     }
 
     /// The model's choice on each case of perf notes v44 (16×16, C dense), v45 (16×16, C at
