@@ -792,7 +792,7 @@ impl Context {
             SpgemmOutput::Mask(m) => m.nnzb() > 0,
         };
         let may_stream_b = match opts.dense_b {
-            Some(true) => return self.dense_b_symbolic(a, b, out, None, counts.pairs, counts.c_blocks, choice),
+            Some(true) => return self.dense_b_symbolic(a, b, out, None, 0, (counts.pairs, counts.c_blocks), choice),
             Some(false) => false,
             // A knob of the records or of SpMM's merge given keeps the records; so does a B (or
             // a product) too large to stream dense, or whose workspaces would take more than
@@ -858,8 +858,12 @@ impl Context {
         };
         let pre_tiles = pre.tiles.len();
         let rec = zip_groups(pre, &layout, None)?;
+        // The counting pass holds the walk's tiles (twice, joining the threads' parts) and the
+        // zipped ones.
+        let parts = if threads > 1 { 2 } else { 1 };
+        let counting = 24 * parts * pre_tiles + 24 * rec.tiles.len();
         if may_stream_b && dense_b_pays(&a.pattern, b.ncols(), block_c, rec.n_records, counts.pairs) {
-            return self.dense_b_symbolic(a, b, out, product, counts.pairs, counts.c_blocks, choice);
+            return self.dense_b_symbolic(a, b, out, product, counting, (counts.pairs, counts.c_blocks), choice);
         }
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -877,13 +881,10 @@ impl Context {
         let device_bytes = 4 * w * rec.n_records
             + 4 * blocksparse_abi::WORK_ITEM_WORDS * rec.tiles.len() * batch
             + product.as_ref().map_or(0, |(_, ci)| 4 * ci.len());
-        // The counting pass holds the walk's tiles (twice, joining the threads' parts) and the
-        // zipped ones; the storing pass the records (twice on several threads: each thread's
-        // part, then in place), their tiles, one row before the zip per thread, and the work
-        // items (the list and its upload); both C's product pattern and the counting pass's
+        // The storing pass holds the records (twice on several threads: each thread's part,
+        // then in place), their tiles, one row before the zip per thread, and the work items
+        // (the list and its upload); both passes C's product pattern and the counting pass's
         // zipped tiles.
-        let parts = if threads > 1 { 2 } else { 1 };
-        let counting = 24 * parts * pre_tiles + 24 * rec.tiles.len();
         let storing = 4 * w * rec.n_records * parts
             + 24 * rec.tiles.len() * parts
             + row_bytes.saturating_mul(threads)
@@ -898,7 +899,7 @@ impl Context {
 
     /// The symbolic phase of a plan that streams B dense: its sizes (no records) and, for a
     /// product-pattern C, C's pattern (`product_blocks` blocks; `product` where the records'
-    /// counting pass made it already).
+    /// counting pass made it already, whose peak host bytes were `counting`).
     #[allow(clippy::too_many_arguments)]
     fn dense_b_symbolic<T: InputElement>(
         &self,
@@ -906,8 +907,8 @@ impl Context {
         b: &DeviceBsr<T>,
         out: &SpgemmOutput,
         product: Option<(Vec<u32>, Vec<u32>)>,
-        pairs: usize,
-        product_blocks: usize,
+        counting: usize,
+        (pairs, product_blocks): (usize, usize),
         choice: TileChoice,
     ) -> Result<(Symbolic, TileChoice)> {
         let (product, c_blocks) = match (out, product) {
@@ -921,10 +922,11 @@ impl Context {
         let block_c = !matches!(out, SpgemmOutput::Dense) && c_blocks > 0;
         let (workspaces, cells, spmm) = dense_b_device_bytes(a, b, block_c)?;
         // The SpMM plan's host structures are about the size of its device ones (counted
-        // twice: its candidates), beside the cell maps and a product pattern.
+        // twice: its candidates), beside the cell maps; before them, the counting pass that
+        // chose the route (default plans); both beside a product pattern.
         let product_bytes = product.as_ref().map_or(0, |(rp, ci)| 4 * (rp.len() + ci.len()));
         let device_bytes = workspaces + cells + spmm + product.as_ref().map_or(0, |(_, ci)| 4 * ci.len());
-        let host_bytes = cells + 2 * spmm + product_bytes;
+        let host_bytes = counting.max(cells + 2 * spmm) + product_bytes;
         let size = SpgemmSize { pairs, c_blocks, records: 0, tiles: 0, device_bytes, host_bytes };
         let layout = Layout2::new(choice, b.block().bk, true);
         Ok((Symbolic { size, product, layout, group_cols: 0, tiles: Vec::new(), threads: 1, dense_b: true }, choice))
