@@ -1375,28 +1375,27 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
             }
             ctx.spgemm_bsr(plan, alpha, a, b, 0.0, &mut c).map_err(e)?;
             let got = ctx.download_values(&c).map_err(e)?;
-            let p = c.pattern();
-            let (bm, bn) = (p.block().bm, p.block().bk);
-            for i in 0..p.block_rows() {
-                for q in p.row_ptr()[i] as usize..p.row_ptr()[i + 1] as usize {
-                    let j = p.col_idx()[q] as usize;
-                    for r in 0..bm {
-                        for cc in 0..bn {
-                            let (g, w) = (got[(q * bm + r) * bn + cc], want[(i * bm + r) * n + j * bn + cc]);
-                            if bits(g) != bits(w) {
-                                return Err(format!(
-                                    "{what}: block ({i}, {j}) element ({r}, {cc}): {:#x}, the dense C's {:#x}",
-                                    bits(g),
-                                    bits(w)
-                                ));
-                            }
-                            compared += 1;
-                        }
-                    }
+            for (at, place) in block_places(c.pattern(), n) {
+                let (g, w) = (got[at], want[place]);
+                if bits(g) != bits(w) {
+                    let (row, col) = (place / n, place % n);
+                    return Err(format!("{what}: C ({row}, {col}), value {at}: {:#x}, the dense C's {:#x}", bits(g), bits(w)));
                 }
+                compared += 1;
             }
         }
         Ok(compared)
+    }
+    /// Each element of the blocks of a C of pattern `p` and its place in the dense row-major
+    /// `(M, n)` C: `(index in the values, in storage order; index in the dense matrix)`.
+    fn block_places(p: &blocksparse::Pattern, n: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let (bm, bn) = (p.block().bm, p.block().bk);
+        (0..p.block_rows()).flat_map(move |i| {
+            (p.row_ptr()[i] as usize..p.row_ptr()[i + 1] as usize).flat_map(move |q| {
+                let j = p.col_idx()[q] as usize;
+                (0..bm * bn).map(move |e| (q * bm * bn + e, (i * bm + e / bn) * n + j * bn + e % bn))
+            })
+        })
     }
     let run = || -> Result<String, String> {
         let e = |e: blocksparse::Error| e.to_string();
@@ -1435,19 +1434,10 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
         ctx.update_values(&mut c, &c0).map_err(e)?;
         ctx.spgemm_bsr(&product, alpha, &a, &b, beta, &mut c).map_err(e)?;
         let got = ctx.download_values(&c).map_err(e)?;
-        let p = c.pattern();
         let mut worst = 0f64;
-        for i in 0..p.block_rows() {
-            for q in p.row_ptr()[i] as usize..p.row_ptr()[i + 1] as usize {
-                let j = p.col_idx()[q] as usize;
-                for r in 0..bs {
-                    for cc in 0..bs {
-                        let at = (q * bs + r) * bs + cc;
-                        let want = alpha as f64 * p_dense[(i * bs + r) * n + j * bs + cc] as f64 + beta as f64 * c0[at] as f64;
-                        worst = worst.max((got[at] as f64 - want).abs() / want.abs().max(1.0));
-                    }
-                }
-            }
+        for (at, place) in block_places(c.pattern(), n) {
+            let want = alpha as f64 * p_dense[place] as f64 + beta as f64 * c0[at] as f64;
+            worst = worst.max((got[at] as f64 - want).abs() / want.abs().max(1.0));
         }
         if worst.is_nan() || worst > 1e-6 {
             return Err(format!("beta != 0: relative difference {worst:.2e} from alpha · P + beta · C"));

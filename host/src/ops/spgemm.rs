@@ -783,14 +783,10 @@ impl Context {
         };
         let choice = self.spgemm_tile::<T>(&a.pattern, &b.pattern, c_blocks)?;
         let bn = b.block().bk;
+        // A block-sparse C with blocks: the route gathers them from its product workspace.
+        let block_c = c_blocks > 0;
         // B streamed dense: asked for (no records walked), or (the default) where the dense-B
         // route's modeled time is below the records', counted below.
-        // A block-sparse C with blocks: the route gathers them from its product workspace.
-        let block_c = match out {
-            SpgemmOutput::Dense => false,
-            SpgemmOutput::Product => counts.c_blocks > 0,
-            SpgemmOutput::Mask(m) => m.nnzb() > 0,
-        };
         let may_stream_b = match opts.dense_b {
             Some(true) => return self.dense_b_symbolic(a, b, out, None, 0, (counts.pairs, counts.c_blocks), choice),
             Some(false) => false,

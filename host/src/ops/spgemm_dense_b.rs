@@ -268,10 +268,8 @@ impl Context {
         beta: f32,
         c: MatMut<'_, O>,
     ) -> Result<()> {
-        let densify = self.densify_kernel()?;
-        let stream = self.stream();
-        let workspace = d.busy.acquire(self.cuda(), stream, true)?;
-        self.with_dense_b(d, b, |dense| self.run_spmm(&d.spmm, alpha, a, dense, beta, c, || self.densify(d, b, densify)))?;
+        let workspace = d.busy.acquire(self.cuda(), self.stream(), true)?;
+        self.spmm_dense_b(d, alpha, a, b, beta, c)?;
         workspace.release()
     }
 
@@ -294,7 +292,6 @@ impl Context {
         let Some(block_c) = &d.block_c else {
             return Err(Error::Internal("a dense-B plan of a dense C ran for a block-sparse C".into()));
         };
-        let densify = self.densify_kernel()?;
         let sparsify = self.kernels.get(KernelKey {
             op: OpKind::Sparsify,
             family: KernelFamily::Portable,
@@ -317,11 +314,9 @@ impl Context {
             // SAFETY: views the plan's f32 workspace as `len` elements of `O` (f16, bf16 or
             // f32: plain data, every bit pattern a value), at most its size in bytes.
             let view = unsafe { product.transmute_mut::<O>(len) }.ok_or(Error::Internal("the product workspace is too small".into()))?;
-            let out = MatMut::from_view(view, shape)?;
-            self.with_dense_b(d, b, |dense| self.run_spmm(&d.spmm, alpha, a, dense, 0.0, out, || self.densify(d, b, densify)))?;
+            self.spmm_dense_b(d, alpha, a, b, 0.0, MatMut::from_view(view, shape)?)?;
         } else {
-            let out = MatMut::new(&mut product, shape)?;
-            self.with_dense_b(d, b, |dense| self.run_spmm(&d.spmm, 1.0, a, dense, 0.0, out, || self.densify(d, b, densify)))?;
+            self.spmm_dense_b(d, 1.0, a, b, 0.0, MatMut::new(&mut product, shape)?)?;
         }
         let (bm_log2, bn_log2) = (c.pattern.block.bm.trailing_zeros(), c.pattern.block.bk.trailing_zeros());
         let values_batch_stride = c.values_per_matrix() as u64;
@@ -355,13 +350,24 @@ impl Context {
         workspace.release()
     }
 
-    /// The densify kernel.
-    fn densify_kernel(&self) -> Result<&crate::kernels::Kernel> {
-        self.kernels.get(KernelKey { op: OpKind::Densify, family: KernelFamily::Portable, input: DType::F16, tile: 0, output: DType::F16 })
-    }
-
-    /// Runs `f` with the plan's dense B seen as a `(batch, K, N)` row-major matrix of `T`.
-    fn with_dense_b<T: InputElement>(&self, d: &DenseB, b: &DeviceBsr<T>, f: impl FnOnce(MatRef<'_, T>) -> Result<()>) -> Result<()> {
+    /// `out = alpha · A · B_dense + beta · out` on the SpMM kernels, B's densify queued once
+    /// the SpMM path's checks have passed (the product holds `d.busy`).
+    fn spmm_dense_b<T: InputElement, O: Element>(
+        &self,
+        d: &DenseB,
+        alpha: f32,
+        a: &DeviceBsr<T>,
+        b: &DeviceBsr<T>,
+        beta: f32,
+        out: MatMut<'_, O>,
+    ) -> Result<()> {
+        let densify = self.kernels.get(KernelKey {
+            op: OpKind::Densify,
+            family: KernelFamily::Portable,
+            input: DType::F16,
+            tile: 0,
+            output: DType::F16,
+        })?;
         let (rows, cols) = (b.nrows(), b.ncols());
         // f16 and bf16 alike: densify moves their bits (`InputElement`s are 16-bit).
         let len = d.dense.len();
@@ -369,7 +375,8 @@ impl Context {
         // (f16 or bf16: every bit pattern is a value), over the same `len` elements.
         let view = unsafe { d.dense.transmute::<T>(len) }.ok_or(Error::Internal("the dense B workspace is not 16-bit".into()))?;
         let shape = MatShape::new(rows, cols, cols, Layout::RowMajor).batched(b.batch, rows * cols);
-        f(MatRef::from_view(&view, shape)?)
+        let dense = MatRef::from_view(&view, shape)?;
+        self.run_spmm(&d.spmm, alpha, a, dense, beta, out, || self.densify(d, b, densify))
     }
 
     /// Queues the densify of B's values into the plan's dense B (the product holds `d.busy`).
@@ -409,16 +416,8 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pairs::tests::csr;
     use blocksparse_testkit::testgen::{banded_mask, exact_mask, seeded_rng, topk_mask};
-
-    fn pattern(mask: &[bool], cols: usize) -> (Vec<u32>, Vec<u32>) {
-        let (mut row_ptr, mut col_idx) = (vec![0u32], Vec::new());
-        for row in mask.chunks(cols) {
-            col_idx.extend(row.iter().enumerate().filter(|(_, x)| **x).map(|(c, _)| c as u32));
-            row_ptr.push(col_idx.len() as u32);
-        }
-        (row_ptr, col_idx)
-    }
 
     /// The default's memory share on an 80 GB device (10 GB): with a block-sparse C (B dense and
     /// the f32 product, 6 bytes per element of N²), 8192² (0.4 GB) and 32768² (6.4 GB) stream
@@ -461,7 +460,7 @@ mod tests {
         for (bs, cases) in [(16, &cases16[..]), (32, &cases32[..])] {
             let model = route_model(bs).expect("a fitted model");
             for (what, mask, pairs, dense, block) in cases {
-                let (row_ptr, col_idx) = pattern(mask, n / bs);
+                let (row_ptr, col_idx) = csr(mask, n / bs);
                 let route = dense_b_cost(model, &row_ptr, &col_idx, n, n).expect("the merged tile's plan");
                 let gather = SPARSIFY_COST * (n * n) as f64;
                 for (&(records, dense_b), route, c) in [(dense, route, "dense C"), (block, route + gather, "block-sparse C")] {
