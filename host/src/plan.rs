@@ -4,7 +4,8 @@
 //! SpMM-like ops ([`plan_rows`]) run one work item per `(tile row, N tile, matrix)`: a `(tm, tn)`
 //! output tile accumulated over a run of the row's blocks. The planner
 //! - covers every (tile row, N tile, matrix) exactly once, empty rows included (they still owe
-//!   `beta · C`);
+//!   `beta · C`), or, where the caller names the live tiles (`plan_live_rows`, crate-internal:
+//!   a product whose C is read only at some blocks), every live one;
 //! - splits a row whose work would dominate the launch (more than twice the fair share of one
 //!   resident thread block, or more blocks than the portable kernel's block cache holds) into
 //!   chunks whose f32 partial tiles the fix-up kernel sums in a fixed order (no atomics:
@@ -92,10 +93,28 @@ fn check_row_ptr(row_ptr: &[u32]) -> Result<()> {
 /// Plans an SpMM-like op (see the module docs). Fails with [`Error::TooLarge`] before
 /// allocating anything proportional to the work when the plan would exceed the launch limits.
 pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
+    plan_live_rows(spec, None)
+}
+
+/// [`plan_rows`] of the `(tile row, N tile)` cells `live` names (row-major, `rows · n_tiles`
+/// entries; `None`: all of them): the others get no item, and their output tiles are not
+/// written (the dense-B route of BSR × BSR, whose product is read only at C's blocks). A live
+/// cell's items are the same as in the plan of every cell (its row split into the same chunks),
+/// so its tile's sum does not depend on which other cells are live.
+pub(crate) fn plan_live_rows(spec: RowsSpec, live: Option<&[bool]>) -> Result<WorkList> {
     let RowsSpec { row_ptr, n_tiles, batch, kb, ks, resident, tile_group, max_item_blocks } = spec;
     check_row_ptr(row_ptr)?;
     let rows = row_ptr.len().saturating_sub(1);
     let n_tiles = n_tiles.max(1);
+    if let Some(live) = live
+        && live.len() as u128 != rows as u128 * n_tiles as u128
+    {
+        return Err(Error::Internal(format!("{} live cells for {rows} tile rows of {n_tiles} N tiles", live.len())));
+    }
+    let is_live = |r: usize, t: u32| live.is_none_or(|l| l[r * n_tiles as usize + t as usize]);
+    // N tiles planned per row.
+    let row_tiles =
+        |r: usize| live.map_or(n_tiles as u64, |l| l[r * n_tiles as usize..][..n_tiles as usize].iter().filter(|&&x| x).count() as u64);
     let row_len = |r: usize| row_ptr[r + 1] - row_ptr[r];
     // In u128: rows · tiles · batch can pass 2^64 (found by the property tests).
     let cells = rows as u128 * n_tiles as u128 * batch as u128;
@@ -108,13 +127,15 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
 
     // Fair share of one resident thread block, in blocks (each costs tm·kb·tn MACs). Within
     // u64: blocks < 2^32 and tiles · batch ≤ cells < 2^31.
+    // (Over every cell, live or not: a row's chunks are then the same whichever of its cells
+    // are live, and so is each tile's sum, bit for bit.)
     let blocks: u64 = row_ptr.last().copied().unwrap_or(0) as u64;
     let total = blocks * n_tiles as u64 * batch as u64;
     let fair = total.div_ceil(resident.max(1) as u64);
     // Never split below a few pipeline stages' worth of K: the fix-up would cost more.
     let min_chunk = (4 * ks).div_ceil(kb.max(1)).max(1) as u64;
     let split_limit = (2 * fair).max(min_chunk).min(max_item_blocks.max(1) as u64) as u32;
-    let n_items: u64 = (0..rows).map(|r| row_len(r).div_ceil(split_limit).max(1) as u64).sum::<u64>() * n_tiles as u64 * batch as u64;
+    let n_items: u64 = (0..rows).map(|r| row_len(r).div_ceil(split_limit).max(1) as u64 * row_tiles(r)).sum::<u64>() * batch as u64;
     if n_items > MAX_ITEMS {
         return Err(Error::TooLarge { what: "work items", value: n_items as usize });
     }
@@ -133,6 +154,7 @@ pub fn plan_rows(spec: RowsSpec) -> Result<WorkList> {
                 (g0..(g0 + tile_group).min(n_tiles)).map(move |t| (r, t))
             })
         });
+        let cells = cells.filter(|&(r, t)| is_live(r, t));
         for (r, t) in cells {
             let (begin, end) = (row_ptr[r], row_ptr[r + 1]);
             let len = end - begin;
@@ -695,6 +717,11 @@ mod tests {
     /// Every (row, tile, matrix) covered exactly once, chunks partition the row, slots
     /// consistent.
     fn check_cover(rp: &[u32], n_tiles: u32, batch: u32, w: &WorkList) {
+        check_live_cover(rp, n_tiles, batch, None, w);
+    }
+
+    /// [`check_cover`] of the cells `live` names (all: `None`); the others have no item.
+    fn check_live_cover(rp: &[u32], n_tiles: u32, batch: u32, live: Option<&[bool]>, w: &WorkList) {
         let rows = rp.len() - 1;
         let nt = n_tiles as usize;
         let mut covered = vec![vec![Vec::new(); nt * batch as usize]; rows];
@@ -707,6 +734,14 @@ mod tests {
         for (r, row) in covered.iter().enumerate() {
             for (bt, cell) in row.iter().enumerate() {
                 let mut v = cell.clone();
+                if live.is_some_and(|l| !l[r * nt + bt % nt]) {
+                    assert!(v.is_empty(), "row {r} tile/batch {bt} is not live but has items");
+                    assert!(
+                        !w.groups.iter().any(|g| g.tile_row as usize == r && g.n_tile as usize == bt % nt),
+                        "a dead cell's split group"
+                    );
+                    continue;
+                }
                 assert!(!v.is_empty(), "row {r} tile/batch {bt} not covered");
                 v.sort_by_key(|i| i.blk_begin);
                 assert_eq!(v[0].blk_begin, rp[r]);
@@ -750,6 +785,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// With live cells named, exactly those are covered (split rows included), each by the
+    /// same items (chunks and all) as in the plan of every cell: a tile's sum does not depend
+    /// on which other tiles are live.
+    #[test]
+    fn covers_only_the_live_cells() {
+        let mut rng = seeded_rng(test_seed("covers_only_the_live_cells"));
+        for lens in [vec![0, 128, 0, 3, 128, 1, 0, 2], vec![5000, 1, 1], vec![16; 64], vec![0; 5]] {
+            let rp = row_ptr_from_lens(&lens);
+            for n_tiles in [1u32, 3, 32] {
+                for density in [0.0, 0.3, 1.0] {
+                    let live: Vec<bool> = (0..lens.len() * n_tiles as usize).map(|_| rng.random_bool(density)).collect();
+                    for resident in [1u32, 132] {
+                        let w = plan_live_rows(spec(&rp, n_tiles, 2, resident, 2), Some(&live)).unwrap();
+                        check_live_cover(&rp, n_tiles, 2, Some(&live), &w);
+                        let live_cells = live.iter().filter(|&&x| x).count();
+                        assert_eq!(w.items.iter().filter(|i| i.partial_slot == NO_SLOT).count() + w.groups.len(), 2 * live_cells);
+                        // The full plan's items at the live cells, chunk for chunk.
+                        let all = plan_rows(spec(&rp, n_tiles, 2, resident, 2)).unwrap();
+                        let key = |i: &WorkItem| (i.batch, i.tile_row, i.n_tile, i.blk_begin, i.blk_end);
+                        let mut want: Vec<_> = all
+                            .items
+                            .iter()
+                            .filter(|i| live[i.tile_row as usize * n_tiles as usize + i.n_tile as usize])
+                            .map(key)
+                            .collect();
+                        let mut got: Vec<_> = w.items.iter().map(key).collect();
+                        want.sort_unstable();
+                        got.sort_unstable();
+                        assert_eq!(got, want);
+                    }
+                }
+            }
+        }
+        // A live mask of the wrong size is refused.
+        let rp = row_ptr_from_lens(&[4000, 4000]);
+        let live = vec![true; 63];
+        assert!(plan_live_rows(spec(&rp, 32, 1, 132, 1), Some(&live)).is_err());
     }
 
     /// Heavy items come first, by matrix and N-tile group and then longest first; the light

@@ -133,6 +133,11 @@ pub struct Args {
     /// kernel column says `/B`).
     #[arg(long)]
     routes: bool,
+    /// With --spgemm: also time each case into a block-sparse C with a causal mask (C's blocks
+    /// on and below the diagonal, `SpgemmOutput::Mask`; rows "bsr causal"): a masked product,
+    /// whose plans compute only the pairs (records) or output tiles (B dense) inside the mask.
+    #[arg(long)]
+    spgemm_causal: bool,
     /// Also time plain SpMM with these block rows merged per tile (`PlanOptions::merge_rows`;
     /// 1: never merged) instead of the planner's choice, where the kernels can (rows "spmm
     /// M<m>"; the kernel column says `/m` for a merged plan).

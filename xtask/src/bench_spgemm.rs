@@ -10,7 +10,9 @@
 //!   each row of A (`testgen::banded_mask`) times a uniformly random B at 12.5 %.
 //!
 //! Each case runs twice, as separate rows: C dense (row-major, every element written) and C
-//! block-sparse with the product's own pattern (`SpgemmOutput::Product`). `alpha = 1`,
+//! block-sparse with the product's own pattern (`SpgemmOutput::Product`); with
+//! `--spgemm-causal` a third time, into a block-sparse C with a causal mask (`SpgemmOutput::Mask`,
+//! C's blocks on and below the diagonal: only the pairs inside it count). `alpha = 1`,
 //! `beta = 0` (C is not read). A and B come in two value sets of the same patterns, alternated
 //! between launches (as plain SpMM rotates its B), so that repeated launches do not just re-read
 //! the previous launch's operands from L2.
@@ -67,7 +69,8 @@ pub struct SpgemmRow {
     pub case: String,
     pub pattern_a: String,
     pub pattern_b: String,
-    /// C: "dense R" (row-major dense) or "bsr product" (block-sparse, the product's pattern).
+    /// C: "dense R" (row-major dense), "bsr product" (block-sparse, the product's pattern) or "bsr
+    /// causal" (block-sparse, a causal mask: `--spgemm-causal`).
     pub c: String,
     pub dtype: String,
     pub m: usize,
@@ -84,7 +87,8 @@ pub struct SpgemmRow {
     pub pairs: usize,
     /// Blocks of C (of a dense C: all of them).
     pub c_blocks: usize,
-    /// The plan's stage records and output tiles (`SpgemmPlan::size`).
+    /// The plan's stage records (`SpgemmPlan::size`) and output tiles (`SpgemmPlan::output_tiles`:
+    /// with B streamed dense, the SpMM plan's).
     pub records: usize,
     pub tiles: usize,
     /// Host time of `plan_spgemm` (symbolic phase, records, upload): the median of
@@ -254,6 +258,16 @@ fn operand_pair<T: InputElement>(
     Ok([first, second])
 }
 
+/// The causal pattern of an `(m, n)` C in `(bs, bs)` blocks: block `(i, j)` for `j <= i` (the
+/// values are only uploaded to carry it).
+fn causal_pattern(ctx: &Context, (m, n): (usize, usize), bs: usize) -> Res<std::sync::Arc<blocksparse::Pattern>> {
+    let (gm, gn) = (m / bs, n / bs);
+    let mask: Vec<bool> = (0..gm * gn).map(|i| i % gn <= i / gn).collect();
+    let nnzb = mask.iter().filter(|&&x| x).count();
+    let host = Bsr::from_block_mask(m, n, BlockShape::square(bs), &mask, vec![half::f16::ONE; nnzb * bs * bs]).map_err(err)?;
+    Ok(ctx.upload_bsr(&host).map_err(err)?.pattern().clone())
+}
+
 fn bits(mask: &[bool]) -> String {
     mask.iter().map(|&x| if x { '1' } else { '0' }).collect()
 }
@@ -305,7 +319,10 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                     })
                 })
                 .collect::<Vec<_>>();
-            let outs = [("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)];
+            let mut outs = vec![("dense R", SpgemmOutput::Dense), ("bsr product", SpgemmOutput::Product)];
+            if args.spgemm_causal {
+                outs.push(("bsr causal", SpgemmOutput::Mask(causal_pattern(ctx, (m, n), bs)?)));
+            }
             let choices = outs.iter().flat_map(|o| plans.iter().map(move |p| (o.clone(), p.clone())));
             for ((c_kind, out), (suffix, opts)) in choices {
                 let label = format!("{c_kind}{suffix}");
@@ -351,7 +368,7 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
                     pairs: size.pairs,
                     c_blocks: size.c_blocks,
                     records: size.records,
-                    tiles: size.tiles,
+                    tiles: plan.output_tiles(),
                     plan_ms,
                     plan_device_bytes: plan.device_bytes(),
                     kernel,
@@ -424,7 +441,7 @@ pub fn print(rows: &[SpgemmRow], peers: bool) {
     }
     println!();
     println!(
-        "spgemm: C = A·B, A (M, K) and B (K, N) block-sparse, square blocks, alpha 1, beta 0; C dense row-major or BSR at the product's pattern"
+        "spgemm: C = A·B, A (M, K) and B (K, N) block-sparse, square blocks, alpha 1, beta 0; C dense row-major, BSR at the product's pattern, or BSR at a causal mask"
     );
     println!(
         "  TF/s: 2·pairs·bm·bk·bn / time; ratio: TF/s / dense cuBLAS TF/s on MxNxK; speedup: dense time / ours (dense: the run's fastest timing)"

@@ -1346,9 +1346,12 @@ const SPGEMM_GATHER: &str =
     "spgemm dense-b: C's blocks are the dense C's at them, bit for bit (beta 0), one plan for f16 / f32 C and beta != 0";
 
 /// BSR × BSR with B streamed dense into a block-sparse C: with beta 0 the blocks of C (the
-/// product's pattern, a mask, an empty mask) are those of the same route's dense C at their
-/// places, bit for bit (the gather copies a product the SpMM kernels rounded as they round a
-/// dense C), for an f16 and an f32 C through one plan; then, through the same plan, beta != 0
+/// product's pattern, a mask, a causal mask, one block, an empty mask) are those of the same
+/// route's dense C at their places, bit for bit (the gather copies a product the SpMM kernels
+/// rounded as they round a dense C), for an f16 and an f32 C through one plan, on merged,
+/// unmerged and split SpMM plans; each plan computes only the output tiles that hold C's
+/// blocks (fewer than the dense C's for the causal mask and the stripes, one for one block,
+/// none for an empty C). Then, through the same plan, beta != 0
 /// (the f32 product, scaled by the gather) within f32 rounding of `alpha · P + beta · C`. On
 /// the Hopper path the default plan of a 16×16 50 % × 50 % product of 1024 × 1024 × 512 takes
 /// the route, on the portable path it keeps the records.
@@ -1397,33 +1400,91 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
             })
         })
     }
+    /// The output tiles each plan computes: at most the dense C's, fewer where its C leaves
+    /// a tile without blocks (`fewer`), one for a single block, none for an empty C.
+    fn tiles(dense: &blocksparse::SpgemmPlan, plans: &[(&str, &blocksparse::SpgemmPlan)], fewer: &[&str]) -> Result<String, String> {
+        let all = dense.output_tiles();
+        let mut out = vec![format!("dense {all}")];
+        for (what, plan) in plans {
+            let t = plan.output_tiles();
+            let as_expected = match *what {
+                "one block" => t == 1,
+                "empty mask" => t == 0,
+                w if fewer.contains(&w) => t < all,
+                _ => t <= all,
+            };
+            if !as_expected || all == 0 {
+                return Err(format!("{what}: the route computes {t} output tiles, a dense C's plan {all}"));
+            }
+            out.push(format!("{what} {t}"));
+        }
+        Ok(out.join(", "))
+    }
     let run = || -> Result<String, String> {
         let e = |e: blocksparse::Error| e.to_string();
         let mut rng = seeded_rng(seed);
         let (m, k, n, bs) = (16 * 12, 16 * 20, 16 * 18, 16);
         let block = BlockShape::square(bs);
-        let bsr = |rows: usize, cols: usize, density: f64, rng: &mut TestRng| -> Result<Bsr<f16>, String> {
-            let mask = random_mask(rows / bs, cols / bs, density, rng);
+        let from_mask = |rows: usize, cols: usize, mask: &[bool], rng: &mut TestRng| -> Result<DeviceBsr<f16>, String> {
             let nnzb = mask.iter().filter(|&&x| x).count();
-            Bsr::from_block_mask(rows, cols, block, &mask, random_values::<f16>(nnzb * bs * bs, rng)).map_err(e)
+            let host = Bsr::from_block_mask(rows, cols, block, mask, random_values::<f16>(nnzb * bs * bs, rng)).map_err(e)?;
+            ctx.upload_bsr(&host).map_err(e)
+        };
+        let bsr = |rows: usize, cols: usize, density: f64, rng: &mut TestRng| {
+            let mask = random_mask(rows / bs, cols / bs, density, rng);
+            from_mask(rows, cols, &mask, rng)
+        };
+        // C's masks by block place (row, column).
+        let pattern = |rows: usize, cols: usize, keep: &dyn Fn(usize, usize) -> bool, rng: &mut TestRng| {
+            let (gr, gc) = (rows / bs, cols / bs);
+            from_mask(rows, cols, &(0..gr * gc).map(|i| keep(i / gc, i % gc)).collect::<Vec<_>>(), rng)
         };
         let (a, b, mask) = (bsr(m, k, 0.5, &mut rng)?, bsr(k, n, 0.5, &mut rng)?, bsr(m, n, 0.4, &mut rng)?);
-        let none = Bsr::<f16>::from_block_mask(m, n, block, &vec![false; (m / bs) * (n / bs)], Vec::new()).map_err(e)?;
-        let (a, b, mask, none) = (
-            ctx.upload_bsr(&a).map_err(e)?,
-            ctx.upload_bsr(&b).map_err(e)?,
-            ctx.upload_bsr(&mask).map_err(e)?,
-            ctx.upload_bsr(&none).map_err(e)?,
-        );
+        // Causal (on and below the diagonal: the SpMM plan's tiles right of it hold no block),
+        // one block in the last corner, none.
+        let causal = pattern(m, n, &|r, c| c <= r, &mut rng)?;
+        let corner = pattern(m, n, &|r, c| (r, c) == (m / bs - 1, n / bs - 1), &mut rng)?;
+        let none = pattern(m, n, &|_, _| false, &mut rng)?;
+        let masked = |p: &DeviceBsr<f16>| SpgemmOutput::Mask(p.pattern().clone());
         let opts = PlanOptions { dense_b: Some(true), ..Default::default() };
-        let plan = |out: SpgemmOutput| ctx.plan_spgemm_with(&a, &b, out, &opts).map_err(e);
-        let dense = plan(SpgemmOutput::Dense)?;
-        let product = plan(SpgemmOutput::Product)?;
-        let masked = plan(SpgemmOutput::Mask(mask.pattern().clone()))?;
-        let empty = plan(SpgemmOutput::Mask(none.pattern().clone()))?;
-        let plans = [("product pattern", &product), ("mask", &masked), ("empty mask", &empty)];
-        let compared = check::<f16>(ctx, &plans, &dense, (&a, &b), (f16::NAN, |x| x.to_bits() as u32))?
-            + check::<f32>(ctx, &plans, &dense, (&a, &b), (f32::NAN, f32::to_bits))?;
+        let plan = |a: &DeviceBsr<f16>, b: &DeviceBsr<f16>, out: SpgemmOutput, opts: &PlanOptions| {
+            ctx.plan_spgemm_with(a, b, out, opts).map_err(e)
+        };
+        let dense = plan(&a, &b, SpgemmOutput::Dense, &opts)?;
+        let product = plan(&a, &b, SpgemmOutput::Product, &opts)?;
+        let (by_mask, by_causal) = (plan(&a, &b, masked(&mask), &opts)?, plan(&a, &b, masked(&causal), &opts)?);
+        let (by_corner, empty) = (plan(&a, &b, masked(&corner), &opts)?, plan(&a, &b, masked(&none), &opts)?);
+        let plans =
+            [("product pattern", &product), ("mask", &by_mask), ("causal", &by_causal), ("one block", &by_corner), ("empty mask", &empty)];
+        let f16_bits = (f16::NAN, (|x: f16| x.to_bits() as u32) as fn(f16) -> u32);
+        let mut compared =
+            check::<f16>(ctx, &plans, &dense, (&a, &b), f16_bits)? + check::<f32>(ctx, &plans, &dense, (&a, &b), (f32::NAN, f32::to_bits))?;
+        let mut tiles_seen = vec![tiles(&dense, &plans, &["causal"])?];
+        // The same on the unmerged SpMM plan.
+        let unmerged = PlanOptions { merge_rows: Some(1), ..opts };
+        let dense_unmerged = plan(&a, &b, SpgemmOutput::Dense, &unmerged)?;
+        let (causal_unmerged, corner_unmerged) = (plan(&a, &b, masked(&causal), &unmerged)?, plan(&a, &b, masked(&corner), &unmerged)?);
+        let plans = [("causal", &causal_unmerged), ("one block", &corner_unmerged)];
+        compared += check::<f16>(ctx, &plans, &dense_unmerged, (&a, &b), f16_bits)?;
+        tiles_seen.push(format!("unmerged: {}", tiles(&dense_unmerged, &plans, &["causal"])?));
+        // A split SpMM plan (the mixed mask of window and top-16 rows: merged groups on wgmma
+        // and unmerged rows, on Hopper), into C's blocks in every third group of 8 block rows
+        // and the first 256 columns, and into one block.
+        let (m2, k2) = (2048, 2048);
+        let a2 = from_mask(m2, k2, &MaskFamily::Mixed.mask(m2 / bs, k2 / bs, &mut rng), &mut rng)?;
+        let b2 = bsr(k2, n, 0.5, &mut rng)?;
+        let split = PlanOptions { split_rows: Some(true), ..opts };
+        let spmm_split = ctx.plan_spmm_with(&a2, Transpose::No, n, &split).map_err(e)?.split().is_some();
+        if ctx.arch() == Arch::Sm90a && !spmm_split {
+            return Err("the mixed mask's SpMM plan does not split on the Hopper path".into());
+        }
+        let stripes = pattern(m2, n, &|r, c| (r / 8) % 3 == 0 && c < 16, &mut rng)?;
+        let corner2 = pattern(m2, n, &|r, c| (r, c) == (m2 / bs - 1, n / bs - 1), &mut rng)?;
+        let dense_split = plan(&a2, &b2, SpgemmOutput::Dense, &split)?;
+        let (by_stripes, by_corner2) = (plan(&a2, &b2, masked(&stripes), &split)?, plan(&a2, &b2, masked(&corner2), &split)?);
+        let plans = [("stripes", &by_stripes), ("one block", &by_corner2)];
+        compared += check::<f16>(ctx, &plans, &dense_split, (&a2, &b2), f16_bits)?;
+        tiles_seen.push(format!("{}: {}", if spmm_split { "split" } else { "not split" }, tiles(&dense_split, &plans, &["stripes"])?));
         // beta != 0 through the same plan: the f32 product scaled by the gather.
         let (alpha, beta) = (-1.5f32, 0.5f32);
         let mut cd = ctx.zeros_matrix::<f32>(m, n).map_err(e)?;
@@ -1446,7 +1507,6 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
         // gathering C) are small beside its dense work (1024 × 1024 × 512: the model puts the
         // route at 0.7 of the records; at the shape above it keeps the records).
         let (a, b) = (bsr(1024, 1024, 0.5, &mut rng)?, bsr(1024, 512, 0.5, &mut rng)?);
-        let (a, b) = (ctx.upload_bsr(&a).map_err(e)?, ctx.upload_bsr(&b).map_err(e)?);
         let default = ctx.plan_spgemm(&a, &b, SpgemmOutput::Product).map_err(e)?;
         let hopper = ctx.arch() == Arch::Sm90a;
         if default.dense_b() != hopper {
@@ -1456,7 +1516,11 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
                 if hopper { "Hopper" } else { "portable" }
             ));
         }
-        Ok(format!("{compared} elements equal; beta != 0 within {worst:.1e}; default: {}", crate::bench::spgemm::kernel_label(&default)))
+        Ok(format!(
+            "{compared} elements equal; tiles computed: {}; beta != 0 within {worst:.1e}; default: {}",
+            tiles_seen.join("; "),
+            crate::bench::spgemm::kernel_label(&default)
+        ))
     };
     match run() {
         Ok(d) => (true, d),

@@ -138,7 +138,8 @@ pub struct PlanOptions {
     /// or 32×32 blocks in A and B (A's block rows a multiple of 64 / bs, as the merged tile
     /// needs), where a cost model fitted on the H100 puts the dense-B route's time (the merged
     /// tile as deep as the blocks over A's rows in groups of 128 / bs, densifying B, and for a
-    /// block-sparse C gathering its blocks) below the records' (per record and per pair), its
+    /// block-sparse C only the output tiles that hold its blocks, and gathering them) below the
+    /// records' (per record and per pair), its
     /// workspaces take at most an eighth of the device's memory, and none of `warp_rings`,
     /// `pair_columns` (the records' knobs), `merge_rows` or `split_rows` is given (perf notes
     /// v44–v46, 8192³, 16×16 into a dense C: the dense-B route took 0.45× the records' time at
@@ -147,7 +148,9 @@ pub struct PlanOptions {
     /// `Some(true)`: always, the records' knobs unused; `Some(false)`: never. A block-sparse C
     /// (the product's pattern or a mask) is gathered from an `A · B` the plan holds (`M · N`
     /// f32 elements per matrix, beside B dense; with beta 0 the product is written in C's type
-    /// and copied): every element of `A · B` is computed, also outside C's blocks. The model's
+    /// and copied): the SpMM plan computes the output tiles of `A · B` (128 × 256 on the merged
+    /// tiles) that hold one of C's blocks, every element of those, and no other tile (perf
+    /// notes v47: into a causal C, about half of the tiles and of the time). The model's
     /// gather is the copy's (beta 0, a 16-bit C); with beta ≠ 0 or an f32 C the gather takes
     /// about twice as long (perf notes v45, v46), so near the model's boundary (32×32 50 % ×
     /// 50 % into a block-sparse C) the route is then no faster than the records.

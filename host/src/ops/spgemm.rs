@@ -165,6 +165,17 @@ impl SpgemmPlan {
     pub fn dense_b(&self) -> bool {
         self.dense_b.is_some()
     }
+    /// Output tiles the plan's kernels compute per matrix: its records' tiles
+    /// ([`SpgemmSize::tiles`]), or, streaming B dense, the SpMM plan's `(tm, tn)` tiles of
+    /// `A · B`: all of them for a dense C, those that hold one of C's blocks for a block-sparse
+    /// C (none without blocks).
+    pub fn output_tiles(&self) -> usize {
+        match &self.dense_b {
+            None => self.size.tiles,
+            Some(d) if d.computes() => d.spmm.output_tiles(),
+            Some(_) => 0,
+        }
+    }
     /// Whether each tile's two C blocks are two blocks of the row that share K rather than
     /// neighbours ([`PlanOptions::pair_columns`]).
     pub fn pairs_columns(&self) -> bool {
@@ -858,7 +869,7 @@ impl Context {
         // zipped ones.
         let parts = if threads > 1 { 2 } else { 1 };
         let counting = 24 * parts * pre_tiles + 24 * rec.tiles.len();
-        if may_stream_b && dense_b_pays(&a.pattern, b.ncols(), block_c, rec.n_records, counts.pairs) {
+        if may_stream_b && dense_b_pays(&a.pattern, b.ncols(), c_grid.as_ref().filter(|_| block_c), rec.n_records, counts.pairs) {
             return self.dense_b_symbolic(a, b, out, product, counting, (counts.pairs, counts.c_blocks), choice);
         }
         let w = layout.groups * layout.group_words();

@@ -21,8 +21,8 @@
 use std::sync::Arc;
 
 use blocksparse_abi::{
-    BOX, BlockOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, OpKind, PACKED_ROW, SpmmParams, WG_K, WG_M,
-    WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
+    BOX, BlockOut, FIXUP_TO_DENSE, HopperParams, KernelFamily, MAX_ITEM_BLOCKS, MMA_TILES, NO_SLOT, OpKind, PACKED_ROW, SpmmParams, WG_K,
+    WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILE_ROWS, WGMMA_TILES, flags, mma_tile_index, wgmma_tile_index,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
@@ -36,7 +36,7 @@ use crate::launch::{Params, launch, tensor_map};
 use crate::matrix::{Layout, MatMut, MatRef, MatShape};
 use crate::merge::{merge_counts, merge_rows, skip_tile_costs, split_groups, tile_cost, tile_costs};
 use crate::plan::{
-    DeviceWork, RowsSpec, WorkList, b_live_fraction, default_tile_group, heavy_first, plan_rows, row_item_cost, schedule_persistent,
+    DeviceWork, RowsSpec, WorkList, b_live_fraction, default_tile_group, heavy_first, plan_live_rows, row_item_cost, schedule_persistent,
 };
 
 // SAFETY: the op's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by value by its
@@ -171,6 +171,11 @@ impl SpmmPlan {
     /// maps, workspaces).
     pub fn device_bytes(&self) -> usize {
         self.parts.iter().map(Part::device_bytes).sum()
+    }
+    /// Output tiles the plan computes per matrix (every part's; a split tile once).
+    pub(crate) fn output_tiles(&self) -> usize {
+        let tiles = |w: &WorkList| w.items.iter().filter(|i| i.partial_slot == NO_SLOT).count() + w.groups.len();
+        self.parts.iter().map(|p| tiles(&p.work)).sum::<usize>() / self.batch.max(1)
     }
 }
 
@@ -384,7 +389,7 @@ impl Context {
 
     /// As [`Context::plan_spmm`], with tuning options.
     pub fn plan_spmm_with<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, n: usize, opts: &PlanOptions) -> Result<SpmmPlan> {
-        self.plan_sparse::<T>(a, op_a, Side::Left, op_a, n, opts)
+        self.plan_sparse::<T>(a, op_a, Side::Left, op_a, n, opts, None)
     }
 
     /// Plans `C = alpha · op(X) · op(A) + beta · C` (dense × sparse) for `a`'s pattern and
@@ -402,9 +407,37 @@ impl Context {
         opts: &PlanOptions,
     ) -> Result<SpmmPlan> {
         // Cᵀ = op(A)ᵀ · op(X)ᵀ: the kernel streams the other op of A.
-        self.plan_sparse::<T>(a, op_a, Side::Right, op_a.flip(), m, opts)
+        self.plan_sparse::<T>(a, op_a, Side::Right, op_a.flip(), m, opts, None)
     }
 
+    /// The SpMM plan of `C = alpha · A · B + beta · C` (as [`Context::plan_spmm_with`], A not
+    /// transposed) whose C is read only at the blocks of `c` (a pattern of A's block rows over
+    /// N): the output tiles without one of its blocks get no work item and are not written
+    /// (the dense-B route of BSR × BSR into a block-sparse C).
+    pub(crate) fn plan_spmm_at_blocks<T: InputElement>(
+        &self,
+        a: &DeviceBsr<T>,
+        n: usize,
+        opts: &PlanOptions,
+        c: &Pattern,
+    ) -> Result<SpmmPlan> {
+        if c.block.bm != a.block().bm || c.nrows != a.nrows() || c.ncols != n {
+            return Err(Error::Internal(format!(
+                "C's pattern ({}x{} in {}x{} blocks) does not cover the product of A's {} rows in {}-row blocks and {n} columns",
+                c.nrows,
+                c.ncols,
+                c.block.bm,
+                c.block.bk,
+                a.nrows(),
+                a.block().bm
+            )));
+        }
+        self.plan_sparse::<T>(a, Transpose::No, Side::Left, Transpose::No, n, opts, Some(c))
+    }
+
+    /// The plan of an SpMM-like op; `c_blocks` (`Side::Left`, A streamed as stored): the only
+    /// blocks of C that are read ([`Context::plan_spmm_at_blocks`]).
+    #[allow(clippy::too_many_arguments)]
     fn plan_sparse<T: InputElement>(
         &self,
         a: &DeviceBsr<T>,
@@ -413,6 +446,7 @@ impl Context {
         kernel_op: Transpose,
         n: usize,
         opts: &PlanOptions,
+        c_blocks: Option<&Pattern>,
     ) -> Result<SpmmPlan> {
         check_dim("dense dimension of the product", n)?;
         self.same_device("A", a.values.ordinal())?;
@@ -457,6 +491,17 @@ impl Context {
         let base = candidates[0].0;
         let rb_log2 = rb.trailing_zeros();
         let part = |choice: TileChoice, m: u32, skips: bool, reordered: bool, stream_rows: Option<&[u32]>| -> Result<Part> {
+            // The live `(tile row, N tile)` cells where only C's blocks are read: the tile row
+            // of stream places `g·m .. g·m + m` holds, per place, A's (and C's) block row
+            // `stream_rows[place]` (a split's part) or the plan order's.
+            let tile_rows = stream_rows.map_or(rows, <[u32]>::len).div_ceil(m as usize);
+            let live = c_blocks.map(|c| {
+                let c_row = |place: usize| match stream_rows {
+                    Some(sub) => sub.get(place).map(|&r| r as usize),
+                    None => (place < rows).then(|| order.row_at(reordered && m > 1, place) as usize),
+                };
+                live_cells((&c.row_ptr, &c.col_idx_host, c.block.bk), tile_rows, m as usize, c_row, n, choice.shape().1 as usize)
+            });
             if m == 1 {
                 // Unmerged: A's stream (Aᵀ: the transposed one), all of its rows or, in a split,
                 // some of them in A's order, each item naming its row and positions in A's
@@ -472,7 +517,19 @@ impl Context {
                         (rp, &permuted.0[..], Some((sub, &permuted.1[..])))
                     }
                 };
-                return self.spmm_part::<T>(a, (n, kb, k_total), opts, choice, (0, skips, reordered), rp, kx, stream, None, rows_of);
+                return self.spmm_part::<T>(
+                    a,
+                    (n, kb, k_total),
+                    opts,
+                    choice,
+                    (0, skips, reordered),
+                    rp,
+                    kx,
+                    stream,
+                    None,
+                    rows_of,
+                    live.as_deref(),
+                );
             }
             // Merged: the stream rows in the plan's order (A's, reordered, or a split's merged
             // groups), each merged row's union and blocks; a row map unless in A's order.
@@ -491,7 +548,7 @@ impl Context {
                 None if reordered => order.reorder.as_deref(),
                 None => None,
             };
-            let live = merged.kidx.clone();
+            let live_kidx = merged.kidx.clone();
             let stream = Some((merged.kidx, merged.blocks));
             self.spmm_part::<T>(
                 a,
@@ -500,10 +557,11 @@ impl Context {
                 choice,
                 (m.trailing_zeros(), skips, reordered),
                 merged.row_ptr,
-                &live,
+                &live_kidx,
                 stream,
                 row_map,
                 None,
+                live.as_deref(),
             )
         };
         let parts = match split {
@@ -527,7 +585,7 @@ impl Context {
     /// pattern), C's row block per stream row through `row_map`, or, for an unmerged part over
     /// some of the stream's rows without a row map, `rows_of`: per tile row its stream row and
     /// the offset of its positions in the stream. `(merge_log2, skips, reordered)` as
-    /// [`Part`]'s.
+    /// [`Part`]'s. `live`: the `(tile row, N tile)` cells to plan ([`plan_live_rows`]).
     #[allow(clippy::too_many_arguments)]
     fn spmm_part<T: InputElement>(
         &self,
@@ -541,6 +599,7 @@ impl Context {
         stream: Option<(Vec<u32>, Vec<u32>)>,
         row_map: Option<&[u32]>,
         rows_of: Option<(&[u32], &[u32])>,
+        live: Option<&[bool]>,
     ) -> Result<Part> {
         let (tm32, tn) = choice.shape();
         let kernel = self.kernels.get(KernelKey {
@@ -582,7 +641,7 @@ impl Context {
             // position of a merged plan); the Hopper kernel reads them as it streams.
             max_item_blocks: if choice.family == KernelFamily::Hopper { u32::MAX } else { MAX_ITEM_BLOCKS >> merge_log2 },
         };
-        let mut work = plan_rows(spec)?;
+        let mut work = plan_live_rows(spec, live)?;
         if let Some((rows, offsets)) = rows_of {
             // Tile row r is stream row rows[r], its positions `offsets[r]` further on in the
             // stream.
@@ -918,6 +977,42 @@ impl Context {
     }
 }
 
+/// Per `(tile row, N tile)` of a part, row-major: whether one of C's blocks (`(row_ptr,
+/// col_idx)`, blocks `bn` columns wide) lies in the tile, whose rows are the block rows
+/// `c_row(place)` of its `m` stream places `g·m .. g·m + m` (`None`: a place past the last
+/// stream row) and whose columns are `t·tn .. (t + 1)·tn` of `n` (at least one N tile, as
+/// [`plan_live_rows`] counts them).
+///
+/// ```text
+/// for each tile row g, place s in g·m .. g·m + m, block (c_row(s), j) of C:
+///     live[g][t] = true for each N tile t that columns j·bn .. j·bn + bn overlap
+/// ```
+pub(crate) fn live_cells(
+    (row_ptr, col_idx, bn): (&[u32], &[u32], usize),
+    tile_rows: usize,
+    m: usize,
+    c_row: impl Fn(usize) -> Option<usize>,
+    n: usize,
+    tn: usize,
+) -> Vec<bool> {
+    let n_tiles = n.div_ceil(tn.max(1)).max(1);
+    let mut live = vec![false; tile_rows * n_tiles];
+    for g in 0..tile_rows {
+        let row = &mut live[g * n_tiles..][..n_tiles];
+        for r in (g * m..g * m + m).filter_map(&c_row) {
+            let Some(cols) = row_ptr.get(r..r + 2).and_then(|w| col_idx.get(w[0] as usize..w[1] as usize)) else {
+                continue;
+            };
+            for &j in cols {
+                let first = j as usize * bn;
+                let (t0, t1) = (first / tn, ((first + bn - 1) / tn).min(n_tiles - 1));
+                row[t0.min(n_tiles - 1)..=t1].fill(true);
+            }
+        }
+    }
+    live
+}
+
 /// The order in which a reordered plan merges the stream rows `row_ptr` delimits: the heavy
 /// rows ([`heavy_first`], as the planner's heavy items) first, longest first, then the
 /// others in A's order; `None` when fewer than two rows are heavy (nothing to bring together).
@@ -1002,6 +1097,26 @@ mod tests {
     /// [`SPLIT_GAIN`] of the best single plan; at 32×32 and 64×64 (asked here with
     /// `Some(true)`; by default too, at model ratios of about 0.95) the same way, a few top-16
     /// groups either way; `Some(false)` never splits.
+    /// A tile row's cells are live where a block of one of its places' rows overlaps the
+    /// tile's columns (through the place → row map of a reordered or split part); a block wider
+    /// than a tile makes every tile it crosses live; places past the last row hold nothing.
+    #[test]
+    fn live_cells_follow_the_rows_of_each_place() {
+        let mut mask = vec![false; 6 * 7];
+        for (r, c) in [(0, 0), (2, 3), (3, 6), (4, 1), (4, 2)] {
+            mask[r * 7 + c] = true;
+        }
+        let (rp, ci) = csr(&mask, 7);
+        let order = [5usize, 0, 3, 1, 4, 2];
+        // 32-column blocks, 224 columns in tiles of 64: the last tile half past C's columns.
+        let live = live_cells((&rp, &ci, 32), 4, 2, |p| order.get(p).copied(), 224, 64);
+        let (t, f) = (true, false);
+        assert_eq!(live, [[t, f, f, f], [f, f, f, t], [t, t, f, f], [f, f, f, f]].concat());
+        // 128-column blocks in tiles of 64: block column 1 covers tiles 2 and 3.
+        let live = live_cells((&[0, 1][..], &[1][..], 128), 1, 1, Some, 256, 64);
+        assert_eq!(live, [f, f, t, t]);
+    }
+
     #[test]
     fn the_mixed_masks_window_rows_go_merged_and_random_rows_unmerged() {
         let seed: u64 = rand::random();
@@ -1032,7 +1147,7 @@ mod tests {
     }
 
     /// The split cases of `cargo xtask validate` (rows streamed) split on the Hopper module, as
-    /// validate requires there: the mixed mask at its sizes; with holes (every fifth row from
+    /// validate requires there: the mixed mask at its sizes (N 288: its dense-B gather check); with holes (every fifth row from
     /// the third empty) and a last group short of the merge, empty rows and that group in the
     /// unmerged part; heavy-tailed rows reordered.
     #[test]
@@ -1040,7 +1155,7 @@ mod tests {
         let seed: u64 = rand::random();
         let opts = PlanOptions { split_rows: Some(true), ..Default::default() };
         for (bs, rows, cols) in [(16usize, 128usize, 128usize), (32, 64, 128), (64, 64, 64)] {
-            for n in [264, 280, 296] {
+            for n in [264, 280, 288, 296] {
                 let (d, _) = decide_at(MaskFamily::Mixed, bs, (rows, cols, n), seed, &opts);
                 let (c, _) = d.split.unwrap_or_else(|| panic!("seed {seed}: {bs}x{bs}, {rows} rows, N {n}: no split"));
                 assert_eq!(c.choice.family, KernelFamily::Hopper, "seed {seed}: {bs}x{bs}, N {n}: the merged part");
