@@ -101,8 +101,9 @@ pub struct SpgemmSize {
 }
 
 /// A plan for `C = alpha · A · B + beta · C` at one pair of patterns (and a mask, for a masked
-/// product) and one batch size: the stage records of every output tile, how they are dealt to
-/// the GPU, C's pattern for a block-sparse C, and the split-K workspace. Products with new
+/// product) and one batch size: C's pattern for a block-sparse C, and the stage records of
+/// every output tile, how they are dealt to the GPU and the split-K workspace (or, streaming B
+/// dense, the SpMM plan and its workspaces: [`PlanOptions::dense_b`]). Products with new
 /// values of the same patterns reuse it, one at a time (a product queued on another stream
 /// waits for the previous one of the same plan).
 pub struct SpgemmPlan {
@@ -115,6 +116,20 @@ pub struct SpgemmPlan {
     batch: usize,
     size: SpgemmSize,
     choice: TileChoice,
+    /// How its products run.
+    route: Route,
+}
+
+/// How a plan's products run: the BSR × BSR kernels over the stage records, or B streamed
+/// dense into the SpMM kernels ([`PlanOptions::dense_b`]).
+enum Route {
+    Records(RecordsRoute),
+    DenseB(DenseB),
+}
+
+/// The records' route: the stage records of every output tile and how they are dealt to the
+/// GPU, with the split-K workspace.
+struct RecordsRoute {
     rec_words: u32,
     group_words: u32,
     /// The items name their tiles' two C blocks ([`SpgemmParams::paired`]).
@@ -123,9 +138,6 @@ pub struct SpgemmPlan {
     pairs_columns: bool,
     /// A portable tile with a ring per warp ([`PlanOptions::warp_rings`]).
     warp_rings: bool,
-    /// B streamed dense into the SpMM kernels ([`PlanOptions::dense_b`]; the records, work
-    /// and device work below are then empty).
-    dense_b: Option<DenseB>,
     /// Hopper: the rows of A's and B's values (where the zero boxes start; bounded by the tile
     /// choice); 0 for the portable kernels, which do not use them.
     zero_rows: (u32, u32),
@@ -163,35 +175,35 @@ impl SpgemmPlan {
     }
     /// Whether each product streams B dense into the SpMM kernels ([`PlanOptions::dense_b`]).
     pub fn dense_b(&self) -> bool {
-        self.dense_b.is_some()
+        matches!(self.route, Route::DenseB(_))
     }
     /// Output tiles the plan's kernels compute per matrix: its records' tiles
     /// ([`SpgemmSize::tiles`]), or, streaming B dense, the SpMM plan's `(tm, tn)` tiles of
     /// `A · B`: all of them for a dense C, those that hold one of C's blocks for a block-sparse
     /// C (none without blocks).
     pub fn output_tiles(&self) -> usize {
-        match &self.dense_b {
-            None => self.size.tiles,
-            Some(d) if d.computes() => d.spmm.output_tiles(),
-            Some(_) => 0,
+        match &self.route {
+            Route::Records(_) => self.size.tiles,
+            Route::DenseB(d) if d.computes() => d.spmm.output_tiles(),
+            Route::DenseB(_) => 0,
         }
     }
     /// Whether each tile's two C blocks are two blocks of the row that share K rather than
     /// neighbours ([`PlanOptions::pair_columns`]).
     pub fn pairs_columns(&self) -> bool {
-        self.pairs_columns
+        matches!(&self.route, Route::Records(r) if r.pairs_columns)
     }
     /// Whether each warp of the plan's portable tile runs a ring of its own
     /// ([`PlanOptions::warp_rings`]; always on the 32-row tile, never on the Hopper tiles).
     pub fn warp_rings(&self) -> bool {
-        self.warp_rings
+        matches!(&self.route, Route::Records(r) if r.warp_rings)
     }
     /// The host-side work list (with B streamed dense: the SpMM plan's, of a split SpMM plan
     /// its merged part's).
     pub fn work(&self) -> &WorkList {
-        match &self.dense_b {
-            Some(d) => d.spmm.work(),
-            None => &self.work,
+        match &self.route {
+            Route::Records(r) => &r.work,
+            Route::DenseB(d) => d.spmm.work(),
         }
     }
     /// Bytes of device memory the plan holds (records, work list, workspace; with B streamed
@@ -201,7 +213,19 @@ impl SpgemmPlan {
             (Some(p), true) => 4 * p.col_idx.len(),
             _ => 0,
         };
-        4 * self.records.len() + self.device.bytes() + product + self.dense_b.as_ref().map_or(0, DenseB::device_bytes)
+        product
+            + match &self.route {
+                Route::Records(r) => 4 * r.records.len() + r.device.bytes(),
+                Route::DenseB(d) => d.device_bytes(),
+            }
+    }
+
+    /// The device the plan lives on.
+    fn ordinal(&self) -> usize {
+        match &self.route {
+            Route::Records(r) => r.device.ordinal(),
+            Route::DenseB(d) => d.ordinal(),
+        }
     }
 }
 
@@ -1008,7 +1032,6 @@ impl Context {
         };
         if sym.dense_b {
             let d = self.plan_dense_b(a, b, c_pattern.as_deref(), opts)?;
-            let empty = WorkList { items: Vec::new(), groups: Vec::new(), n_slots: 0, max_item_blocks: 0, schedule: Vec::new() };
             return Ok(SpgemmPlan {
                 a_pattern: a.pattern.clone(),
                 b_pattern: b.pattern.clone(),
@@ -1017,16 +1040,7 @@ impl Context {
                 batch: a.batch,
                 size: sym.size,
                 choice: d.spmm.tile(),
-                rec_words: 0,
-                group_words: 0,
-                paired: false,
-                pairs_columns: false,
-                warp_rings: false,
-                zero_rows: (0, 0),
-                records: stream.clone_htod(&[0u32][..])?,
-                device: DeviceWork::upload(stream, &empty, choice.shape())?,
-                work: empty,
-                dense_b: Some(d),
+                route: Route::DenseB(d),
             });
         }
         let (ga, gb) = (grid(&a.pattern), grid(&b.pattern));
@@ -1079,21 +1093,22 @@ impl Context {
             batch: a.batch,
             size: sym.size,
             choice,
-            rec_words: (layout.groups * layout.group_words()) as u32,
-            group_words: layout.group_words() as u32,
-            paired: layout.pair,
-            pairs_columns: layout.matching,
-            warp_rings,
-            zero_rows: match choice.family {
-                KernelFamily::Hopper => {
-                    (to_u32("rows of A's values", a.nnzb() * a.block().bm)?, to_u32("rows of B's values", b.nnzb() * b.block().bm)?)
-                }
-                KernelFamily::Portable => (0, 0),
-            },
-            records,
-            work,
-            device,
-            dense_b: None,
+            route: Route::Records(RecordsRoute {
+                rec_words: (layout.groups * layout.group_words()) as u32,
+                group_words: layout.group_words() as u32,
+                paired: layout.pair,
+                pairs_columns: layout.matching,
+                warp_rings,
+                zero_rows: match choice.family {
+                    KernelFamily::Hopper => {
+                        (to_u32("rows of A's values", a.nnzb() * a.block().bm)?, to_u32("rows of B's values", b.nnzb() * b.block().bm)?)
+                    }
+                    KernelFamily::Portable => (0, 0),
+                },
+                records,
+                work,
+                device,
+            }),
         })
     }
 
@@ -1103,7 +1118,7 @@ impl Context {
         let Some(pattern) = plan.c_pattern.clone() else {
             return Err(Error::PlanMismatch("the plan was made for a dense C".into()));
         };
-        self.same_device("the plan", plan.device.ordinal())?;
+        self.same_device("the plan", plan.ordinal())?;
         let len = (pattern.nnzb() * pattern.block.elems()).checked_mul(plan.batch).ok_or(Error::Overflow { what: "batch values" })?;
         let values = self.stream().alloc_zeros::<O>(len.max(1))?;
         Ok(DeviceBsr { pattern, values, batch: plan.batch })
@@ -1132,9 +1147,10 @@ impl Context {
         expect("rows of C (= rows of A)", a.nrows(), cs.rows)?;
         expect("columns of C (= columns of B)", b.ncols(), cs.cols)?;
         expect_batch("C", plan.batch, cs.batch)?;
-        if let Some(d) = &plan.dense_b {
-            return self.run_dense_b(d, alpha, a, b, beta, c);
-        }
+        let r = match &plan.route {
+            Route::DenseB(d) => return self.run_dense_b(d, alpha, a, b, beta, c),
+            Route::Records(r) => r,
+        };
         let stream = self.stream();
         let (c_ptr, _gc) = c.device_ptr_mut(stream);
         let out = dense_out(c_ptr, &cs, alpha, beta)?;
@@ -1142,7 +1158,7 @@ impl Context {
             KernelFamily::Hopper => c_store_map::<O>(c_ptr, &cs, WGMMA_TILES[plan.choice.tile])?,
             KernelFamily::Portable => [0; 16],
         };
-        self.run_spgemm::<T, O>(plan, a, b, FIXUP_TO_DENSE, out, BlockOut::default(), tmap_c)
+        self.run_spgemm::<T, O>(plan.choice, r, a, b, FIXUP_TO_DENSE, out, BlockOut::default(), tmap_c)
     }
 
     /// `C = alpha · A · B + beta · C` into a block-sparse C with the plan's pattern (from
@@ -1168,9 +1184,10 @@ impl Context {
         self.spgemm_check_operands(plan, a, b)?;
         self.same_device("C", c.values.ordinal())?;
         expect_batch("C", plan.batch, c.batch)?;
-        if let Some(d) = &plan.dense_b {
-            return self.run_dense_b_bsr(d, alpha, a, b, beta, c);
-        }
+        let r = match &plan.route {
+            Route::DenseB(d) => return self.run_dense_b_bsr(d, alpha, a, b, beta, c),
+            Route::Records(r) => r,
+        };
         let c_stride = c.values_per_matrix();
         let stream = self.stream();
         let (c_values, _gc) = c.values_ptr_mut(stream);
@@ -1192,7 +1209,7 @@ impl Context {
             }
             _ => [0; 16],
         };
-        self.run_spgemm::<T, O>(plan, a, b, FIXUP_TO_BLOCKS, DenseOut::default(), blocks, tmap_c)
+        self.run_spgemm::<T, O>(plan.choice, r, a, b, FIXUP_TO_BLOCKS, DenseOut::default(), blocks, tmap_c)
     }
 
     fn spgemm_check_operands<T>(&self, plan: &SpgemmPlan, a: &DeviceBsr<T>, b: &DeviceBsr<T>) -> Result<()> {
@@ -1202,17 +1219,19 @@ impl Context {
         if !Arc::ptr_eq(&plan.b_pattern, &b.pattern) {
             return Err(Error::PlanMismatch("the plan was made for another pattern of B".into()));
         }
-        self.same_device("the plan", plan.device.ordinal())?;
+        self.same_device("the plan", plan.ordinal())?;
         self.same_device("A", a.values.ordinal())?;
         self.same_device("B", b.values.ordinal())?;
         expect_batch("A", plan.batch, a.batch)?;
         expect_batch("B", plan.batch, b.batch)
     }
 
+    /// One product on the records' route `r` of a plan on tile `choice` (arguments checked).
     #[allow(clippy::too_many_arguments)]
     fn run_spgemm<T: InputElement, O: Element>(
         &self,
-        plan: &SpgemmPlan,
+        choice: TileChoice,
+        r: &RecordsRoute,
         a: &DeviceBsr<T>,
         b: &DeviceBsr<T>,
         to: u32,
@@ -1220,15 +1239,14 @@ impl Context {
         blocks: BlockOut,
         tmap_c: [u64; 16],
     ) -> Result<()> {
-        if plan.work.items.is_empty() {
+        if r.work.items.is_empty() {
             return Ok(()); // no output blocks
         }
         let stream = self.stream();
-        let choice = plan.choice;
-        let (kernel, fixup) = self.op_kernels::<T, O>(OpKind::Spgemm, choice, plan.device.fixup_grid)?;
-        let workspace = plan.device.workspace(self.cuda(), stream)?;
-        let (work, _work_guards) = plan.device.params(stream);
-        let (records, _gr) = plan.records.device_ptr(stream);
+        let (kernel, fixup) = self.op_kernels::<T, O>(OpKind::Spgemm, choice, r.device.fixup_grid)?;
+        let workspace = r.device.workspace(self.cuda(), stream)?;
+        let (work, _work_guards) = r.device.params(stream);
+        let (records, _gr) = r.records.device_ptr(stream);
         let (a_values, _ga) = a.values_ptr(stream);
         let (b_values, _gb) = b.values_ptr(stream);
         let (ab, bb) = (a.block(), b.block());
@@ -1240,16 +1258,16 @@ impl Context {
             records,
             a_batch_stride: a_stride as u64,
             b_batch_stride: b_stride as u64,
-            rec_words: plan.rec_words,
+            rec_words: r.rec_words,
             bm_log2: ab.bm.trailing_zeros(),
             bk_log2: ab.bk.trailing_zeros(),
             bn_log2: bb.bk.trailing_zeros(),
             to,
-            b_rows: plan.zero_rows.1,
-            a_rows: plan.zero_rows.0,
-            group_words: plan.group_words,
-            paired: plan.paired as u32,
-            warp_rings: plan.warp_rings as u32,
+            b_rows: r.zero_rows.1,
+            a_rows: r.zero_rows.0,
+            group_words: r.group_words,
+            paired: r.paired as u32,
+            warp_rings: r.warp_rings as u32,
             out,
             blocks,
         };
@@ -1260,7 +1278,7 @@ impl Context {
                 // plan's records index only blocks of A's and B's patterns (fewer than 2³² words
                 // of records, checked by the planner), its items only C's tiles (or blocks) and
                 // its partial slots.
-                unsafe { launch(stream, kernel, plan.device.grid, params) }?;
+                unsafe { launch(stream, kernel, r.device.grid, params) }?;
             }
             KernelFamily::Hopper => {
                 let t = WGMMA_TILES[choice.tile];
@@ -1273,10 +1291,10 @@ impl Context {
                 // every box the kernel loads either starts inside them or lies wholly past the
                 // end (rows `a_rows` / `b_rows`, with 128 rows of margin below i32::MAX), which
                 // TMA fills with zeros without reading memory.
-                unsafe { launch(stream, kernel, plan.device.grid, hp) }?;
+                unsafe { launch(stream, kernel, r.device.grid, hp) }?;
             }
         }
-        plan.device.launch_fixup(stream, fixup, work.partials, choice.shape(), to, out, blocks)?;
+        r.device.launch_fixup(stream, fixup, work.partials, choice.shape(), to, out, blocks)?;
         workspace.release()
     }
 }

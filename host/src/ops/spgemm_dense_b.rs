@@ -187,6 +187,11 @@ impl DenseB {
         self.computes
     }
 
+    /// The device the route lives on.
+    pub fn ordinal(&self) -> usize {
+        self.cells.ordinal()
+    }
+
     /// Bytes of device memory the route holds (the SpMM plan's included).
     pub fn device_bytes(&self) -> usize {
         let block_c = self.block_c.as_ref().map_or(0, |c| 4 * (c.cells.len() + c.product_len));
