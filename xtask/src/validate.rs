@@ -1349,7 +1349,7 @@ const SPGEMM_GATHER: &str =
 /// product's pattern, a mask, a causal mask, one block, an empty mask) are those of the same
 /// route's dense C at their places, bit for bit (the gather copies a product the SpMM kernels
 /// rounded as they round a dense C), for an f16 and an f32 C through one plan, on merged,
-/// unmerged and split SpMM plans; each plan computes only the output tiles that hold C's
+/// unmerged, split and reordered SpMM plans; each plan computes only the output tiles that hold C's
 /// blocks (fewer than the dense C's for the causal mask and the stripes, one for one block,
 /// none for an empty C). Then, through the same plan, beta != 0
 /// (the f32 product, scaled by the gather) within f32 rounding of `alpha · P + beta · C`. On
@@ -1485,6 +1485,21 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
         let plans = [("stripes", &by_stripes), ("one block", &by_corner2)];
         compared += check::<f16>(ctx, &plans, &dense_split, (&a2, &b2), f16_bits)?;
         tiles_seen.push(format!("{}: {}", if spmm_split { "split" } else { "not split" }, tiles(&dense_split, &plans, &["stripes"])?));
+        // A merged plan in another order than A's (heavy-tailed rows, the heavy ones merged
+        // first: tiles whose rows lie far apart in C), into the stripes and one block.
+        let a3 = from_mask(m2, k2, &MaskFamily::Zipf(0.1).mask(m2 / bs, k2 / bs, &mut rng), &mut rng)?;
+        let reorder = PlanOptions { reorder_rows: Some(true), split_rows: Some(false), ..opts };
+        let spmm3 = ctx.plan_spmm_with(&a3, Transpose::No, n, &reorder).map_err(e)?;
+        let reordered = spmm3.merged_rows() > 1 && spmm3.reordered();
+        if ctx.arch() == Arch::Sm90a && !reordered {
+            return Err("the heavy-tailed mask's SpMM plan is not merged in another order on the Hopper path".into());
+        }
+        let dense_reordered = plan(&a3, &b2, SpgemmOutput::Dense, &reorder)?;
+        let (stripes3, corner3) = (plan(&a3, &b2, masked(&stripes), &reorder)?, plan(&a3, &b2, masked(&corner2), &reorder)?);
+        let plans = [("stripes", &stripes3), ("one block", &corner3)];
+        compared += check::<f16>(ctx, &plans, &dense_reordered, (&a3, &b2), f16_bits)?;
+        let kind = if reordered { "reordered" } else { "in A's order" };
+        tiles_seen.push(format!("{kind}: {}", tiles(&dense_reordered, &plans, &["stripes"])?));
         // beta != 0 through the same plan: the f32 product scaled by the gather.
         let (alpha, beta) = (-1.5f32, 0.5f32);
         let mut cd = ctx.zeros_matrix::<f32>(m, n).map_err(e)?;

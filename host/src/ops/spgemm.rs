@@ -184,8 +184,7 @@ impl SpgemmPlan {
     pub fn output_tiles(&self) -> usize {
         match &self.route {
             Route::Records(_) => self.size.tiles,
-            Route::DenseB(d) if d.computes() => d.spmm.output_tiles(),
-            Route::DenseB(_) => 0,
+            Route::DenseB(d) => d.spmm.output_tiles(),
         }
     }
     /// Whether each tile's two C blocks are two blocks of the row that share K rather than

@@ -75,7 +75,8 @@ const DENSIFY_COST: f64 = 0.003;
 /// type and copied): 0.09–0.11 ms more than into a dense C where the product's pattern is
 /// nearly full, about 1.5 ps per element; into a causal C (half of the elements, v47) about
 /// half of that. With beta ≠ 0 or an f32 C the product is f32 and the gather slower (0.18–0.20
-/// ms in v45, before its 16-byte stores).
+/// ms in v45, before its 16-byte stores). (The sparsify kernel's threads of the cells without
+/// a block read their cell and end: not counted, unmeasured on their own.)
 const SPARSIFY_COST: f64 = 0.005;
 
 /// The default streams B dense only where the route's workspaces (B dense, and the product
@@ -111,8 +112,10 @@ pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern) -> bool {
 /// its rows' block columns, `(128, bs) · (bs, N)` per column; for a block-sparse C with
 /// blocks, `c`, only in the tiles that hold one of them) plus densifying B (and, for `c`, the
 /// product gathered into C's blocks), against `records` stage records and `pairs` block pairs
-/// ([`RouteModel`]). The SpMM planner may choose a plan cheaper than the merged one; the model
-/// is the route's bound.
+/// ([`RouteModel`]). The SpMM planner may choose a plan cheaper than the merged one (then the
+/// model bounds the route's time), or, for a block-sparse C, one that merges rows in another
+/// order (heavy rows first), whose tiles may hold C's blocks in more N tiles than the model's
+/// groups in A's order count.
 pub(super) fn dense_b_pays(a: &Pattern, n: usize, c: Option<&BlockPattern>, records: usize, pairs: usize) -> bool {
     let Some(model) = route_model(a.block.bm) else {
         return false;
@@ -161,8 +164,6 @@ pub(super) struct DenseB {
     dense: CudaSlice<u16>,
     /// A block-sparse C's part.
     block_c: Option<BlockC>,
-    /// Whether its products compute anything (not for a block-sparse C without blocks).
-    computes: bool,
     /// The products that write `dense` (and `block_c`'s product), one at a time.
     busy: Exclusive,
 }
@@ -182,11 +183,6 @@ struct BlockC {
 }
 
 impl DenseB {
-    /// Whether its products compute anything (not for a block-sparse C without blocks).
-    pub fn computes(&self) -> bool {
-        self.computes
-    }
-
     /// The device the route lives on.
     pub fn ordinal(&self) -> usize {
         self.cells.ordinal()
@@ -265,14 +261,13 @@ impl Context {
             split_rows: opts.split_rows,
             ..PlanOptions::default()
         };
-        // (A C with blocks is read only at them: the SpMM plan computes only the tiles that
-        // hold one.)
-        let computes = c.is_none_or(|c| c.nnzb() > 0);
-        let c = c.filter(|c| c.nnzb() > 0);
+        // (A block-sparse C is read only at its blocks: the SpMM plan computes only the tiles
+        // that hold one, none for a C without blocks.)
         let spmm = match c {
             Some(c) => self.plan_spmm_at_blocks(a, b.ncols(), &spmm_opts, c)?,
             None => self.plan_spmm_with(a, Transpose::No, b.ncols(), &spmm_opts)?,
         };
+        let c = c.filter(|c| c.nnzb() > 0);
         let stream = self.stream();
         let upload_cells = |p: &Pattern| {
             let cells = cell_map(p);
@@ -292,7 +287,7 @@ impl Context {
             }
             None => None,
         };
-        Ok(DenseB { spmm, cells, dense, block_c, computes, busy: Exclusive::default() })
+        Ok(DenseB { spmm, cells, dense, block_c, busy: Exclusive::default() })
     }
 
     /// `C = alpha · A · B + beta · C` into a dense C on the dense-B route (arguments checked by

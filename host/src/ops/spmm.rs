@@ -449,6 +449,8 @@ impl Context {
         c_blocks: Option<&Pattern>,
     ) -> Result<SpmmPlan> {
         check_dim("dense dimension of the product", n)?;
+        // (C's blocks are C's rows as A streams them: `A · B`.)
+        debug_assert!(c_blocks.is_none() || (side == Side::Left && kernel_op == Transpose::No));
         self.same_device("A", a.values.ordinal())?;
         let pat = &a.pattern;
         let block = pat.block;
@@ -1091,12 +1093,6 @@ mod tests {
         (d, split_cost)
     }
 
-    /// The split the model makes of the mixed mask: at 16×16 it sends the window bands to the
-    /// merged 16-deep wgmma tile and the top-16 bands to the portable one (their unmerged
-    /// tile, 1.5× faster than merged on top-16 masks, perf notes v19), for well under
-    /// [`SPLIT_GAIN`] of the best single plan; at 32×32 and 64×64 (asked here with
-    /// `Some(true)`; by default too, at model ratios of about 0.95) the same way, a few top-16
-    /// groups either way; `Some(false)` never splits.
     /// A tile row's cells are live where a block of one of its places' rows overlaps the
     /// tile's columns (through the place → row map of a reordered or split part); a block wider
     /// than a tile makes every tile it crosses live; places past the last row hold nothing.
@@ -1117,6 +1113,28 @@ mod tests {
         assert_eq!(live, [f, f, t, t]);
     }
 
+    /// The reordered case of `cargo xtask validate`'s dense-B gather check (heavy-tailed rows
+    /// at 16×16, 2048 rows, N 288, reordering asked for and splitting not) merges the rows in
+    /// another order on the Hopper module, as validate requires there.
+    #[test]
+    fn validates_the_gather_case_reordered() {
+        let seed: u64 = rand::random();
+        let opts = PlanOptions { reorder_rows: Some(true), split_rows: Some(false), ..Default::default() };
+        let (d, _) = decide_at(MaskFamily::Zipf(0.1), 16, (128, 128, 288), seed, &opts);
+        assert!(
+            d.best.m > 1 && d.best.by_len && d.best.choice.family == KernelFamily::Hopper,
+            "seed {seed}: merged {}, reordered {}",
+            d.best.m,
+            d.best.by_len
+        );
+    }
+
+    /// The split the model makes of the mixed mask: at 16×16 it sends the window bands to the
+    /// merged 16-deep wgmma tile and the top-16 bands to the portable one (their unmerged
+    /// tile, 1.5× faster than merged on top-16 masks, perf notes v19), for well under
+    /// [`SPLIT_GAIN`] of the best single plan; at 32×32 and 64×64 (asked here with
+    /// `Some(true)`; by default too, at model ratios of about 0.95) the same way, a few top-16
+    /// groups either way; `Some(false)` never splits.
     #[test]
     fn the_mixed_masks_window_rows_go_merged_and_random_rows_unmerged() {
         let seed: u64 = rand::random();
