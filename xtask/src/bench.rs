@@ -129,8 +129,10 @@ pub struct Args {
     unpaired: bool,
     /// With --spgemm: also time each case (C dense and at the product's pattern) on both
     /// routes, streaming the records (`PlanOptions::dense_b = Some(false)`, rows "records")
-    /// and with B streamed dense into the SpMM kernels (`Some(true)`, rows "B dense"; the
-    /// kernel column says `/B`).
+    /// and with B streamed dense into the SpMM kernels (`Some(true)`), A as stored (rows "B
+    /// dense", `PlanOptions::coarse_a = Some(false)`; the kernel column says `/B`) and
+    /// re-blocked into 128×128 blocks where its shape allows (rows "B dense c", `Some(true)`;
+    /// `/Bc`).
     #[arg(long)]
     routes: bool,
     /// With --spgemm: also time each case into a block-sparse C with a causal mask (C's blocks

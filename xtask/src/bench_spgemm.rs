@@ -215,8 +215,9 @@ struct Case {
 /// with B streamed dense, the SpMM plan's tile and `/B`.
 pub fn kernel_label(plan: &blocksparse::SpgemmPlan) -> String {
     if plan.dense_b() {
-        // The SpMM plan's tile (e.g. `Hopper128k16`).
-        return format!("{}/B", plan.tile());
+        // The SpMM plan's tile (e.g. `Hopper128k16`); `/Bc` over A re-blocked into 128×128
+        // blocks.
+        return format!("{}/B{}", plan.tile(), if plan.coarse_a() { "c" } else { "" });
     }
     let (paired, warps) = (if plan.pairs_columns() { "/p" } else { "" }, if plan.warp_rings() { "/w" } else { "" });
     format!("{:?}{}{paired}{warps}", plan.tile().family, plan.tile().shape().0)
@@ -306,15 +307,26 @@ pub fn run<T: InputElement>(ctx: &Context, args: &Args, seed: u64, rows: &mut Ve
             // each also with C blocks paired in column order where `--unpaired` asks.
             // With `--routes`, the plans on each route too ("records", "B dense").
             let pairings: &[(&str, Option<bool>)] = if args.unpaired { &[("", None), (" unpaired", Some(false))] } else { &[("", None)] };
-            let routes: &[(&str, Option<bool>)] =
-                if args.routes { &[("", None), (" records", Some(false)), (" B dense", Some(true))] } else { &[("", None)] };
+            let routes: &[(&str, Option<bool>, Option<bool>)] = if args.routes {
+                &[
+                    ("", None, None),
+                    (" records", Some(false), None),
+                    (" B dense", Some(true), Some(false)),
+                    (" B dense c", Some(true), Some(true)),
+                ]
+            } else {
+                &[("", None, None)]
+            };
             let plans = std::iter::once((String::new(), None))
                 .chain(args.group_choices().map(|(g, group)| (format!(" G{g}"), group)))
                 .flat_map(|(label, g)| {
                     pairings.iter().flat_map(move |&(p, pair_columns)| {
                         let label = label.clone();
-                        routes.iter().map(move |&(r, dense_b)| {
-                            (format!("{label}{p}{r}"), PlanOptions { n_tile_group: g, pair_columns, dense_b, ..Default::default() })
+                        routes.iter().map(move |&(r, dense_b, coarse_a)| {
+                            (
+                                format!("{label}{p}{r}"),
+                                PlanOptions { n_tile_group: g, pair_columns, dense_b, coarse_a, ..Default::default() },
+                            )
                         })
                     })
                 })

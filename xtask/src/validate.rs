@@ -213,6 +213,8 @@ struct CasePlan {
     warp: Option<bool>,
     /// BSR × BSR: `PlanOptions::dense_b` (the plan must stream B dense, or not).
     dense_b: Option<bool>,
+    /// BSR × BSR streaming B dense: `PlanOptions::coarse_a`.
+    coarse: Option<bool>,
 }
 
 fn short(l: Layout) -> &'static str {
@@ -854,7 +856,12 @@ fn spgemm_cases(v: &mut Cases) {
     // where its cost model prefers it), the records' knobs left to their defaults.
     let streamed: Vec<Case> = v.0[first..].iter().filter(|c| matches!(c.op, Op::Spgemm(_)) && c.plan.warp.is_none()).cloned().collect();
     for c in streamed {
-        let plan = CasePlan { dense_b: Some(true), pair: None, ..c.plan };
+        // And, where A's shape allows, with A re-blocked into 128×128 blocks (v47).
+        if c.sm.is_multiple_of(128) && c.sk.is_multiple_of(128) && c.bm <= 128 && c.bk <= 128 {
+            let plan = CasePlan { dense_b: Some(true), pair: None, coarse: Some(true), ..c.plan };
+            v.0.push(Case { label: c.label.clone() + " dense-b coarse", plan, ..c.clone() });
+        }
+        let plan = CasePlan { dense_b: Some(true), pair: None, coarse: Some(false), ..c.plan };
         v.0.push(Case { label: c.label.clone() + " dense-b", plan, ..c });
     }
 }
@@ -1187,7 +1194,13 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
         (SpC::Mask(_), Some(t)) => SpgemmOutput::Mask(t.pattern().clone()),
         _ => SpgemmOutput::Product,
     };
-    let opts = PlanOptions { pair_columns: c.plan.pair, warp_rings: c.plan.warp, dense_b: c.plan.dense_b, ..Default::default() };
+    let opts = PlanOptions {
+        pair_columns: c.plan.pair,
+        warp_rings: c.plan.warp,
+        dense_b: c.plan.dense_b,
+        coarse_a: c.plan.coarse,
+        ..Default::default()
+    };
     let size = ctx.spgemm_size_with(&a_dev, &b_dev, &out, &opts).map_err(e)?;
     let plan = ctx.plan_spgemm_with(&a_dev, &b_dev, out, &opts).map_err(e)?;
     if c.plan.pair == Some(true) && plan.tile().family == blocksparse::abi::KernelFamily::Hopper && !plan.pairs_columns() {
@@ -1198,6 +1211,9 @@ fn run_spgemm<T: InputElement, O: Element>(ctx: &Context, c: &Case, s: Spgemm, r
     }
     if c.plan.dense_b.is_some_and(|d| d != plan.dense_b()) {
         return Err("the plan does not stream B as asked for".into());
+    }
+    if c.plan.coarse.is_some_and(|r| r != plan.coarse_a()) {
+        return Err("the plan does not re-block A as asked for".into());
     }
     // C's blocks as the reference sees them (a block-sparse C).
     let (c_rp, c_ci) = match &template {
@@ -1349,7 +1365,8 @@ const SPGEMM_GATHER: &str =
 /// product's pattern, a mask, a causal mask, one block, an empty mask) are those of the same
 /// route's dense C at their places, bit for bit (the gather copies a product the SpMM kernels
 /// rounded as they round a dense C), for an f16 and an f32 C through one plan, on merged,
-/// unmerged, split and reordered SpMM plans; each plan computes only the output tiles that hold C's
+/// unmerged, split and reordered SpMM plans and over A re-blocked into 128×128 blocks; each plan
+/// computes only the output tiles that hold C's
 /// blocks (fewer than the dense C's for the causal mask and the stripes, one for one block,
 /// none for an empty C). Then, through the same plan, beta != 0
 /// (the f32 product, scaled by the gather) within f32 rounding of `alpha · P + beta · C`. On
@@ -1500,6 +1517,17 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
         compared += check::<f16>(ctx, &plans, &dense_reordered, (&a3, &b2), f16_bits)?;
         let kind = if reordered { "reordered" } else { "in A's order" };
         tiles_seen.push(format!("{kind}: {}", tiles(&dense_reordered, &plans, &["stripes"])?));
+        // A re-blocked into 128×128 blocks (the mixed mask's A), into the stripes and one block.
+        let coarse = PlanOptions { coarse_a: Some(true), ..opts };
+        let dense_coarse = plan(&a2, &b2, SpgemmOutput::Dense, &coarse)?;
+        if !dense_coarse.coarse_a() {
+            return Err("the plan does not re-block A as asked for".into());
+        }
+        let (stripes_c, corner_c) = (plan(&a2, &b2, masked(&stripes), &coarse)?, plan(&a2, &b2, masked(&corner2), &coarse)?);
+        let plans = [("stripes", &stripes_c), ("one block", &corner_c)];
+        compared += check::<f16>(ctx, &plans, &dense_coarse, (&a2, &b2), f16_bits)?
+            + check::<f32>(ctx, &plans, &dense_coarse, (&a2, &b2), (f32::NAN, f32::to_bits))?;
+        tiles_seen.push(format!("A re-blocked: {}", tiles(&dense_coarse, &plans, &["stripes"])?));
         // beta != 0 through the same plan: the f32 product scaled by the gather.
         let (alpha, beta) = (-1.5f32, 0.5f32);
         let mut cd = ctx.zeros_matrix::<f32>(m, n).map_err(e)?;

@@ -161,6 +161,20 @@ pub struct PlanOptions {
     /// that no pair reaches, where the records leave them `beta · C`. With operands that may
     /// hold Inf or NaN, plan with `Some(false)`.
     pub dense_b: Option<bool>,
+    /// SpGEMM streaming B dense ([`PlanOptions::dense_b`]): whether each product first copies
+    /// A's blocks into a coarse BSR workspace of 128×128 blocks (every 128×128 cell of A that
+    /// holds one of its blocks, zeros elsewhere in it; A's rows and columns multiples of 128,
+    /// its blocks at most 128 high and wide) and runs the SpMM kernels' 128-row, 64-deep tile
+    /// on it, instead of merging A's block rows onto the 16- or 32-deep tiles. It pays where
+    /// A's blocks fill most of the 128×128 cells they touch (dense enough or banded operands),
+    /// the deep tile running the same work about 1.3× faster than the shallow ones (perf notes
+    /// v48, 8192³ on the H100: 16×16 uniform 50 % × 50 % 2.33 → 1.65 ms into a dense C, 25 %
+    /// 2.24 → 1.53, banded × uniform 0.40 → 0.32; 32×32 50 % 1.82 → 1.55). `None`: where the
+    /// route's cost model puts it below the shallow tiles' time; `Some(true)`: wherever A's
+    /// shape allows; `Some(false)`: never. Non-finite values: an Inf or NaN in B then also
+    /// meets the zeros that fill A's 128×128 cells (NaN in C elements that no pair reaches),
+    /// as [`PlanOptions::dense_b`] says of the route.
+    pub coarse_a: Option<bool>,
     /// SpGEMM: how many host threads walk the product's rows when the plan is made (each a
     /// contiguous range of block rows; the plan's records and work are the same whatever the
     /// count, its [`SpgemmSize::host_bytes`] grows with it). `None`: one below 65,536 block

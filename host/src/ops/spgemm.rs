@@ -32,7 +32,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::spgemm_dense_b::{DenseB, dense_b_device_bytes, dense_b_fits, dense_b_may_pay, dense_b_pays};
+use super::spgemm_dense_b::{DenseB, dense_b_device_bytes, dense_b_fits, dense_b_may_pay, dense_b_pays, route_variant};
 use super::{PlanOptions, TileChoice, c_store_map, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::bsr::BlockShape;
 use crate::context::Context;
@@ -176,6 +176,11 @@ impl SpgemmPlan {
     /// Whether each product streams B dense into the SpMM kernels ([`PlanOptions::dense_b`]).
     pub fn dense_b(&self) -> bool {
         matches!(self.route, Route::DenseB(_))
+    }
+    /// Whether each product, streaming B dense, first copies A's blocks into 128×128 blocks
+    /// and runs the SpMM plan of those ([`PlanOptions::coarse_a`]).
+    pub fn coarse_a(&self) -> bool {
+        matches!(&self.route, Route::DenseB(d) if d.coarse_a())
     }
     /// Output tiles the plan's kernels compute per matrix: its records' tiles
     /// ([`SpgemmSize::tiles`]), or, streaming B dense, the SpMM plan's `(tm, tn)` tiles of
@@ -677,8 +682,9 @@ struct Symbolic {
     tiles: Vec<[u32; 6]>,
     /// Host threads of the walks ([`PlanOptions::threads`]).
     threads: usize,
-    /// B streamed dense ([`PlanOptions::dense_b`]): no records walked.
-    dense_b: bool,
+    /// B streamed dense ([`PlanOptions::dense_b`]; no records walked): `Some(re-blocked A)`
+    /// ([`PlanOptions::coarse_a`]).
+    dense_b: Option<bool>,
 }
 
 /// Block columns of C over which a paired plan's blocks are matched at most
@@ -822,7 +828,10 @@ impl Context {
         // B streamed dense: asked for (no records walked), or (the default) where the dense-B
         // route's modeled time is below the records', counted below.
         let may_stream_b = match opts.dense_b {
-            Some(true) => return self.dense_b_symbolic(a, b, out, None, 0, (counts.pairs, counts.c_blocks), choice),
+            Some(true) => {
+                let coarse = route_variant(&a.pattern, b.ncols(), None, opts.coarse_a).0;
+                return self.dense_b_symbolic(a, b, out, None, 0, (counts.pairs, counts.c_blocks), choice, coarse);
+            }
             Some(false) => false,
             // A knob of the records or of SpMM's merge given keeps the records; so does a B (or
             // a product) too large to stream dense, or whose workspaces would take more than
@@ -833,7 +842,7 @@ impl Context {
                     && opts.merge_rows.is_none()
                     && opts.split_rows.is_none()
                     && dense_b_may_pay(self.arch().has(KernelFamily::Hopper), &a.pattern, &b.pattern)
-                    && dense_b_device_bytes(a, b, block_c).is_ok_and(|(w, _, _)| dense_b_fits(w, self.memory_bytes()))
+                    && dense_b_device_bytes(a, b, block_c, false).is_ok_and(|(w, _, _)| dense_b_fits(w, self.memory_bytes()))
             }
         };
         let mut layout = Layout2::new(choice, bn, matches!(out, SpgemmOutput::Dense));
@@ -892,8 +901,11 @@ impl Context {
         // zipped ones.
         let parts = if threads > 1 { 2 } else { 1 };
         let counting = 24 * parts * pre_tiles + 24 * rec.tiles.len();
-        if may_stream_b && dense_b_pays(&a.pattern, b.ncols(), c_grid.as_ref().filter(|_| block_c), rec.n_records, counts.pairs) {
-            return self.dense_b_symbolic(a, b, out, product, counting, (counts.pairs, counts.c_blocks), choice);
+        if may_stream_b
+            && let Some(coarse) =
+                dense_b_pays(&a.pattern, b.ncols(), c_grid.as_ref().filter(|_| block_c), rec.n_records, counts.pairs, opts.coarse_a)
+        {
+            return self.dense_b_symbolic(a, b, out, product, counting, (counts.pairs, counts.c_blocks), choice, coarse);
         }
         let w = layout.groups * layout.group_words();
         // The kernels address the records with 32-bit word offsets.
@@ -924,12 +936,13 @@ impl Context {
         // The zipped tiles, kept for the storing pass: where each row's records start, and a
         // paired walk's pairs (not chosen twice; a paired layout has one column group, so
         // `zip_groups` left them as the walk listed them).
-        Ok((Symbolic { size, product, layout, group_cols, tiles: rec.tiles, threads, dense_b: false }, choice))
+        Ok((Symbolic { size, product, layout, group_cols, tiles: rec.tiles, threads, dense_b: None }, choice))
     }
 
-    /// The symbolic phase of a plan that streams B dense: its sizes (no records) and, for a
-    /// product-pattern C, C's pattern (`product_blocks` blocks; `product` where the records'
-    /// counting pass made it already, whose peak host bytes were `counting`).
+    /// The symbolic phase of a plan that streams B dense (over a re-blocked A where `coarse`):
+    /// its sizes (no records) and, for a product-pattern C, C's pattern (`product_blocks`
+    /// blocks; `product` where the records' counting pass made it already, whose peak host
+    /// bytes were `counting`).
     #[allow(clippy::too_many_arguments)]
     fn dense_b_symbolic<T: InputElement>(
         &self,
@@ -940,6 +953,7 @@ impl Context {
         counting: usize,
         (pairs, product_blocks): (usize, usize),
         choice: TileChoice,
+        coarse: bool,
     ) -> Result<(Symbolic, TileChoice)> {
         let (product, c_blocks) = match (out, product) {
             (SpgemmOutput::Dense, _) => (None, a.pattern.block_rows() * b.pattern.block_cols()),
@@ -950,7 +964,7 @@ impl Context {
             (SpgemmOutput::Mask(m), _) => (None, m.nnzb()),
         };
         let block_c = !matches!(out, SpgemmOutput::Dense) && c_blocks > 0;
-        let (workspaces, cells, spmm) = dense_b_device_bytes(a, b, block_c)?;
+        let (workspaces, cells, spmm) = dense_b_device_bytes(a, b, block_c, coarse)?;
         // The SpMM plan's host structures are about the size of its device ones (counted
         // twice: its candidates), beside the cell maps; before them, the counting pass that
         // chose the route (default plans); both beside a product pattern.
@@ -959,7 +973,7 @@ impl Context {
         let host_bytes = counting.max(cells + 2 * spmm) + product_bytes;
         let size = SpgemmSize { pairs, c_blocks, records: 0, tiles: 0, device_bytes, host_bytes };
         let layout = Layout2::new(choice, b.block().bk, true);
-        Ok((Symbolic { size, product, layout, group_cols: 0, tiles: Vec::new(), threads: 1, dense_b: true }, choice))
+        Ok((Symbolic { size, product, layout, group_cols: 0, tiles: Vec::new(), threads: 1, dense_b: Some(coarse) }, choice))
     }
 
     /// The size of the plan [`Context::plan_spgemm`] would make, computed without allocating
@@ -1029,8 +1043,8 @@ impl Context {
             }
             _ => None,
         };
-        if sym.dense_b {
-            let d = self.plan_dense_b(a, b, c_pattern.as_deref(), opts)?;
+        if let Some(coarse) = sym.dense_b {
+            let d = self.plan_dense_b(a, b, c_pattern.as_deref(), opts, coarse)?;
             return Ok(SpgemmPlan {
                 a_pattern: a.pattern.clone(),
                 b_pattern: b.pattern.clone(),

@@ -12,11 +12,15 @@
 //! ```
 //! For a block-sparse C the SpMM plan computes P only in its output tiles that hold one of C's
 //! blocks (`Context::plan_spmm_at_blocks`): a masked product computes no tile outside the
-//! mask.
+//! mask. With a re-blocked A ([`PlanOptions::coarse_a`]) each product first copies A's blocks
+//! into 128×128 blocks (the densify kernel again, through a cell map of the coarse values), and
+//! the SpMM plan is the coarse pattern's: the 128-row, 64-deep tile instead of the merged
+//! shallow ones.
 //! The same sum as the records' (every pair of A's and B's blocks, in increasing K, plus
 //! products with B's zeros), deterministic like both kernels.
 
-use std::sync::Mutex;
+use std::any::Any;
+use std::sync::{Arc, Mutex};
 
 use blocksparse_abi::{
     DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind, SPARSIFY_CHUNK, SPARSIFY_THREADS, SparsifyParams, WG_M,
@@ -26,6 +30,7 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::spmm::{SpmmPlan, live_cells};
 use super::{PlanOptions, Transpose};
+use crate::bsr::BlockShape;
 use crate::context::Context;
 use crate::device_bsr::{DeviceBsr, Pattern};
 use crate::element::{DType, Element, InputElement};
@@ -79,6 +84,18 @@ const DENSIFY_COST: f64 = 0.003;
 /// a block read their cell and end: not counted, unmeasured on their own.)
 const SPARSIFY_COST: f64 = 0.005;
 
+/// The cells of a re-blocked A ([`PlanOptions::coarse_a`]): 128×128.
+const COARSE: usize = 128;
+/// See [`RouteModel`]: one `(128, 128) · (128, 256)` piece of the SpMM kernels' 128-row,
+/// 64-deep tile over a re-blocked A. Fitted on the H100 at 8192³ (perf notes v48): the route
+/// over a re-blocked 16×16 uniform 50 % A (every 128×128 cell present, 131,072 pieces) took
+/// 1.651 ms into a dense C, 0.114 ms of it the copy and the densify: 11.7 ns per piece, 41.4
+/// units of 0.283 ns (SpMM over an A of random values in every 128×128 block ran 13.3 ns per
+/// piece, v47: a re-blocked A is half zeros, and the tensor cores run faster under the power
+/// cap on zeros; the same re-blocked work at 25 % took 1.531 ms). The merged 16-deep tile
+/// ran the same work in 2.25 ms (64 pieces of its own per one of these).
+const COARSE_PIECE: f64 = 41.4;
+
 /// The default streams B dense only where the route's workspaces (B dense, and the product
 /// of a block-sparse C) take at most this share of the device's memory: the records
 /// hold no workspace of the product's size, and the default should not make a plan that the
@@ -107,6 +124,58 @@ pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern) -> bool {
     hopper && route_model(bs).is_some() && square(a) && square(b) && whole_warpgroups
 }
 
+/// Whether A's shape allows a re-blocked copy ([`PlanOptions::coarse_a`]): rows and columns
+/// multiples of 128, blocks at most 128 high and wide.
+pub(super) fn coarse_fits(a: &Pattern) -> bool {
+    a.nrows.is_multiple_of(COARSE) && a.ncols.is_multiple_of(COARSE) && a.block.bm <= COARSE && a.block.bk <= COARSE
+}
+
+/// The re-blocked A's pattern: per group of `128 / bm` block rows of `(row_ptr, col_idx)`
+/// (blocks `bk` wide), the 128-column cells that its blocks touch, in increasing order.
+pub(super) fn coarse_pattern(row_ptr: &[u32], col_idx: &[u32], bm: usize, bk: usize) -> (Vec<u32>, Vec<u32>) {
+    group_rows(row_ptr, col_idx, COARSE / bm.max(1), |c| (c as usize * bk / COARSE) as u32)
+}
+
+/// The dense-B route's variant and modeled time ([`dense_b_pays`]): `true` for a re-blocked A
+/// ([`PlanOptions::coarse_a`], `coarse`: `None` where the model puts it below the merged
+/// shallow tile), and the time (`None` where the variant has no model).
+pub(super) fn route_variant(a: &Pattern, n: usize, c: Option<&BlockPattern>, coarse: Option<bool>) -> (bool, Option<f64>) {
+    let model = route_model(a.block.bm);
+    let shallow = || model.and_then(|m| dense_b_cost(m, &a.row_ptr, &a.col_idx_host, a.ncols, n, c));
+    let deep = || coarse_cost(a, n, c);
+    match coarse {
+        Some(true) if coarse_fits(a) => (true, deep()),
+        Some(_) => (false, shallow()),
+        None => match (shallow(), deep()) {
+            (Some(s), Some(d)) if model.is_some() && d < s => (true, Some(d)),
+            (s, _) => (false, s),
+        },
+    }
+}
+
+/// The re-blocked route's modeled time: the 128-row tile over the cells of
+/// [`coarse_pattern`] ([`COARSE_PIECE`] per cell and 256 columns, in the N tiles of each group
+/// that hold one of C's blocks `c`), the copy of A into the cells and the densify of B
+/// ([`DENSIFY_COST`] per element written); `None` where A's shape does not allow it.
+fn coarse_cost(a: &Pattern, n: usize, c: Option<&BlockPattern>) -> Option<f64> {
+    coarse_fits(a).then(|| coarse_cost_of((&a.row_ptr, &a.col_idx_host), (a.block.bm, a.block.bk), a.ncols, n, c))
+}
+
+/// [`coarse_cost`] of A's pattern `(row_ptr, col_idx)` in `(bm, bk)` blocks over `k` columns.
+fn coarse_cost_of((row_ptr, col_idx): (&[u32], &[u32]), (bm, bk): (usize, usize), k: usize, n: usize, c: Option<&BlockPattern>) -> f64 {
+    let (rp, ci) = coarse_pattern(row_ptr, col_idx, bm, bk);
+    let (tn, groups, per) = (256, rp.len() - 1, COARSE / bm);
+    let n_tiles = n.div_ceil(tn);
+    let live = c.map(|c| {
+        let c_rows = c.row_ptr.len().saturating_sub(1);
+        live_cells((c.row_ptr, c.col_idx, n / c.cols.max(1)), groups, per, |r| (r < c_rows).then_some(r), n, tn)
+    });
+    let tiles_of = |g: usize| live.as_ref().map_or(n_tiles, |l| l[g * n_tiles..][..n_tiles].iter().filter(|&&x| x).count());
+    let pieces: f64 = rp.windows(2).enumerate().map(|(g, w)| (w[1] - w[0]) as f64 * tiles_of(g) as f64).sum();
+    let copy = DENSIFY_COST * (ci.len() * COARSE * COARSE) as f64;
+    COARSE_PIECE * pieces + copy + DENSIFY_COST * (k as f64 * n as f64)
+}
+
 /// Whether the dense-B route's modeled time is below the records': the SpMM kernels' merged
 /// tile as deep as A's blocks over A's rows in groups of its height (each group the union of
 /// its rows' block columns, `(128, bs) · (bs, N)` per column; for a block-sparse C with
@@ -115,14 +184,20 @@ pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern) -> bool {
 /// ([`RouteModel`]). The SpMM planner may choose a plan cheaper than the merged one (then the
 /// model bounds the route's time), or, for a block-sparse C, one that merges rows in another
 /// order (heavy rows first), whose tiles may hold C's blocks in more N tiles than the model's
-/// groups in A's order count.
-pub(super) fn dense_b_pays(a: &Pattern, n: usize, c: Option<&BlockPattern>, records: usize, pairs: usize) -> bool {
-    let Some(model) = route_model(a.block.bm) else {
-        return false;
-    };
+/// groups in A's order count. Or, re-blocked (`coarse`, [`route_variant`]), the 128-row tile
+/// over A's 128×128 cells. `Some(re-blocked)` where the route pays.
+pub(super) fn dense_b_pays(
+    a: &Pattern,
+    n: usize,
+    c: Option<&BlockPattern>,
+    records: usize,
+    pairs: usize,
+    coarse: Option<bool>,
+) -> Option<bool> {
+    let model = route_model(a.block.bm)?;
     let gather = c.map_or(0.0, |c| SPARSIFY_COST * (c.col_idx.len() * model.bs as usize * model.bs as usize) as f64);
-    dense_b_cost(model, &a.row_ptr, &a.col_idx_host, a.ncols, n, c)
-        .is_some_and(|route| route + gather < records_cost(model, records, pairs))
+    let (coarse, route) = route_variant(a, n, c, coarse);
+    route.filter(|route| route + gather < records_cost(model, records, pairs)).map(|_| coarse)
 }
 
 /// The dense-B route's modeled time ([`dense_b_pays`]) for A's pattern `(row_ptr, col_idx)` of
@@ -164,8 +239,34 @@ pub(super) struct DenseB {
     dense: CudaSlice<u16>,
     /// A block-sparse C's part.
     block_c: Option<BlockC>,
+    /// A re-blocked A ([`PlanOptions::coarse_a`]).
+    coarse: Option<CoarseA>,
     /// The products that write `dense` (and `block_c`'s product), one at a time.
     busy: Exclusive,
+}
+
+/// A re-blocked A ([`PlanOptions::coarse_a`]): each product copies A's blocks into the
+/// 128×128 blocks of a coarse pattern (every 128×128 cell that holds one of A's blocks), the
+/// densify kernel writing the coarse values viewed as a row-major `(blocks · 128, 128)` matrix
+/// through a cell map of that view; the SpMM plan is the coarse pattern's.
+struct CoarseA {
+    /// The coarse A, a `DeviceBsr<T>` of the plan's input type (its values the workspace the
+    /// copy writes; the products that write it hold the plan's `busy`).
+    bsr: Box<dyn Any + Send + Sync>,
+    /// `((rows / bm) · (128 / bk),)`: per `(bm, bk)` cell of the view, row-major, A's block
+    /// there or [`NO_BLOCK`].
+    cells: CudaSlice<u32>,
+    /// Rows of the view (`blocks · 128`).
+    rows: usize,
+    /// Bytes of device memory it holds (values, cell map, coarse column indices).
+    bytes: usize,
+}
+
+impl CoarseA {
+    /// The coarse A, as the plan's input type `T`.
+    fn bsr<T: InputElement>(&self) -> Result<&DeviceBsr<T>> {
+        self.bsr.downcast_ref().ok_or_else(|| Error::PlanMismatch("the plan was made for A of another element type".into()))
+    }
 }
 
 /// The dense-B route's part for a block-sparse C: the SpMM kernels write `A · B` into a
@@ -183,6 +284,11 @@ struct BlockC {
 }
 
 impl DenseB {
+    /// Whether A is re-blocked ([`PlanOptions::coarse_a`]).
+    pub fn coarse_a(&self) -> bool {
+        self.coarse.is_some()
+    }
+
     /// The device the route lives on.
     pub fn ordinal(&self) -> usize {
         self.cells.ordinal()
@@ -191,20 +297,22 @@ impl DenseB {
     /// Bytes of device memory the route holds (the SpMM plan's included).
     pub fn device_bytes(&self) -> usize {
         let block_c = self.block_c.as_ref().map_or(0, |c| 4 * (c.cells.len() + c.product_len));
-        2 * self.dense.len() + 4 * self.cells.len() + block_c + self.spmm.device_bytes()
+        let coarse = self.coarse.as_ref().map_or(0, |c| c.bytes);
+        2 * self.dense.len() + 4 * self.cells.len() + block_c + coarse + self.spmm.device_bytes()
     }
 }
 
 /// Device bytes of a dense-B plan, counted before anything is allocated, as `(workspaces, cell
 /// maps, SpMM plan)`: B dense and its cell map; for a block-sparse C with blocks (`block_c`),
-/// the product workspace (`M · N` f32 per matrix) and C's cell map; and the SpMM plan's stream and work list at their bounds (a
-/// merged stream holds at most nine words per block of A: its K index and up to eight rows'
-/// blocks; one work item per 128-column tile of each block row and matrix). Split tiles add a
-/// few items and partial tiles per SM: [`crate::SpgemmPlan::device_bytes`] has the exact
-/// total. [`Error::TooLarge`] where the densify kernel's 32-bit chunk indices cannot cover one
-/// matrix of B (one thread per 8 elements), or the sparsify kernel's one matrix of `A · B`
-/// (one per 8).
-pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_c: bool) -> Result<(usize, usize, usize)> {
+/// the product workspace (`M · N` f32 per matrix) and C's cell map; for a re-blocked A
+/// (`coarse`), its 128×128 blocks, their column indices and the copy's cell map; and the SpMM
+/// plan's stream and work list at their bounds (a merged stream holds at most nine words per
+/// block of A: its K index and up to eight rows' blocks; one work item per 128-column tile of
+/// each block row and matrix). Split tiles add a few items and partial tiles per SM:
+/// [`crate::SpgemmPlan::device_bytes`] has the exact total. [`Error::TooLarge`] where the
+/// densify kernel's 32-bit chunk indices cannot cover one matrix of B or of the re-blocked A
+/// (one thread per 8 elements), or the sparsify kernel's one matrix of `A · B` (one per 8).
+pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_c: bool, coarse: bool) -> Result<(usize, usize, usize)> {
     let fits = |elems: u64, chunk: u32, threads: u32| elems / chunk as u64 + threads as u64 <= u32::MAX as u64;
     let elems = b.nrows() as u64 * b.ncols() as u64;
     if !fits(elems, DENSIFY_CHUNK, DENSIFY_THREADS) {
@@ -214,13 +322,32 @@ pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_
     if block_c && !fits(product_elems, SPARSIFY_CHUNK, SPARSIFY_THREADS) {
         return Err(Error::TooLarge { what: "elements of A · B gathered into C's blocks", value: product_elems as usize });
     }
+    // A re-blocked A: its 128×128 blocks (values, one cell word per `(bm, bk)` cell of each,
+    // a column index) and its SpMM plan's stream rows of 128.
+    let (a_blocks, a_rows, coarse_bytes) = if coarse {
+        let p = &a.pattern;
+        let blocks = coarse_pattern(&p.row_ptr, &p.col_idx_host, p.block.bm, p.block.bk).1.len();
+        let elems = (blocks * COARSE * COARSE) as u64;
+        if !fits(elems, DENSIFY_CHUNK, DENSIFY_THREADS) {
+            return Err(Error::TooLarge { what: "elements of the re-blocked A", value: elems as usize });
+        }
+        let values = dense_len(blocks * COARSE, COARSE, a.batch, "re-blocked A")?.checked_mul(core::mem::size_of::<T>());
+        let cells = 4 * blocks * (COARSE / p.block.bm) * (COARSE / p.block.bk) + 4 * blocks;
+        (blocks, p.nrows / COARSE, values.map(|v| (v, cells)))
+    } else {
+        (a.nnzb(), a.pattern.block_rows(), Some((0, 0)))
+    };
     let dense = dense_len(b.nrows(), b.ncols(), b.batch, "dense B")?.checked_mul(core::mem::size_of::<T>());
     let product = if block_c { dense_len(a.nrows(), b.ncols(), a.batch, "A · B")?.checked_mul(4) } else { Some(0) };
-    let workspaces = dense.zip(product).and_then(|(d, p)| d.checked_add(p)).ok_or(Error::Overflow { what: "dense-B workspaces" })?;
+    let workspaces = dense
+        .zip(product)
+        .zip(coarse_bytes)
+        .and_then(|((d, p), (c, _))| d.checked_add(p)?.checked_add(c))
+        .ok_or(Error::Overflow { what: "dense-B workspaces" })?;
     let c_cells = if block_c { a.pattern.block_rows() * b.pattern.block_cols() } else { 0 };
-    let cells = 4 * (b.pattern.block_rows() * b.pattern.block_cols() + c_cells);
-    let stream = 36 * a.nnzb();
-    let items = 4 * WORK_ITEM_WORDS * a.pattern.block_rows() * b.ncols().div_ceil(128) * a.batch;
+    let cells = 4 * (b.pattern.block_rows() * b.pattern.block_cols() + c_cells) + coarse_bytes.map_or(0, |(_, c)| c);
+    let stream = 36 * a_blocks;
+    let items = 4 * WORK_ITEM_WORDS * a_rows * b.ncols().div_ceil(128) * a.batch;
     Ok((workspaces, cells, stream + items))
 }
 
@@ -252,6 +379,7 @@ impl Context {
         b: &DeviceBsr<T>,
         c: Option<&Pattern>,
         opts: &PlanOptions,
+        coarse: bool,
     ) -> Result<DenseB> {
         let spmm_opts = PlanOptions {
             n_tile_group: opts.n_tile_group,
@@ -261,11 +389,19 @@ impl Context {
             split_rows: opts.split_rows,
             ..PlanOptions::default()
         };
+        let coarse = if coarse { Some(self.coarse_a(a)?) } else { None };
         // (A block-sparse C is read only at its blocks: the SpMM plan computes only the tiles
-        // that hold one, none for a C without blocks.)
-        let spmm = match c {
-            Some(c) => self.plan_spmm_at_blocks(a, b.ncols(), &spmm_opts, c)?,
-            None => self.plan_spmm_with(a, Transpose::No, b.ncols(), &spmm_opts)?,
+        // that hold one, none for a C without blocks; over a re-blocked A, C's block rows in
+        // groups of 128 rows.)
+        let n = b.ncols();
+        let spmm = match (&coarse, c) {
+            (Some(ca), Some(c)) => {
+                let (rp, ci) = group_rows(&c.row_ptr, &c.col_idx_host, COARSE / c.block.bm, |j| j);
+                self.plan_spmm_at_blocks(ca.bsr::<T>()?, n, &spmm_opts, (&rp, &ci, c.block.bk))?
+            }
+            (Some(ca), None) => self.plan_spmm_with(ca.bsr::<T>()?, Transpose::No, n, &spmm_opts)?,
+            (None, Some(c)) => self.plan_spmm_at_blocks(a, n, &spmm_opts, (&c.row_ptr, &c.col_idx_host, c.block.bk))?,
+            (None, None) => self.plan_spmm_with(a, Transpose::No, n, &spmm_opts)?,
         };
         let c = c.filter(|c| c.nnzb() > 0);
         let stream = self.stream();
@@ -287,7 +423,27 @@ impl Context {
             }
             None => None,
         };
-        Ok(DenseB { spmm, cells, dense, block_c, busy: Exclusive::default() })
+        Ok(DenseB { spmm, cells, dense, block_c, coarse, busy: Exclusive::default() })
+    }
+
+    /// A re-blocked A for `a`'s pattern and batch ([`CoarseA`]; the caller checked
+    /// [`coarse_fits`]).
+    fn coarse_a<T: InputElement>(&self, a: &DeviceBsr<T>) -> Result<CoarseA> {
+        let p = &a.pattern;
+        let (bm, bk) = (p.block.bm, p.block.bk);
+        let (rp, ci) = coarse_pattern(&p.row_ptr, &p.col_idx_host, bm, bk);
+        let cells = coarse_view_cells(&cell_map(p), p.block_cols(), (&rp, &ci), (bm, bk));
+        let stream = self.stream();
+        let blocks = ci.len();
+        let values_len = (blocks * COARSE * COARSE).checked_mul(a.batch).ok_or(Error::Overflow { what: "re-blocked A" })?;
+        let col_idx = stream.clone_htod(if ci.is_empty() { &[0u32][..] } else { &ci })?;
+        let pattern = Pattern { nrows: p.nrows, ncols: p.ncols, block: BlockShape::square(COARSE), row_ptr: rp, col_idx_host: ci, col_idx };
+        // (Zeroed once; every product's copy writes all of it.)
+        let values = stream.alloc_zeros::<T>(values_len.max(1))?;
+        let bytes = 2 * values.len() + 4 * (cells.len() + blocks);
+        let cells = stream.clone_htod(if cells.is_empty() { &[NO_BLOCK][..] } else { &cells })?;
+        let bsr = DeviceBsr { pattern: Arc::new(pattern), values, batch: a.batch };
+        Ok(CoarseA { bsr: Box::new(bsr), cells, rows: blocks * COARSE, bytes })
     }
 
     /// `C = alpha · A · B + beta · C` into a dense C on the dense-B route (arguments checked by
@@ -384,8 +540,9 @@ impl Context {
         workspace.release()
     }
 
-    /// `out = alpha · A · B_dense + beta · out` on the SpMM kernels, B's densify queued once
-    /// the SpMM path's checks have passed (the product holds `d.busy`).
+    /// `out = alpha · A · B_dense + beta · out` on the SpMM kernels (over the re-blocked A, if
+    /// the plan has one), B's densify (and A's copy into the coarse blocks) queued once the SpMM
+    /// path's checks have passed (the product holds `d.busy`).
     fn spmm_dense_b<T: InputElement, O: Element>(
         &self,
         d: &DenseB,
@@ -410,41 +567,105 @@ impl Context {
         let view = unsafe { d.dense.transmute::<T>(len) }.ok_or(Error::Internal("the dense B workspace is not 16-bit".into()))?;
         let shape = MatShape::new(rows, cols, cols, Layout::RowMajor).batched(b.batch, rows * cols);
         let dense = MatRef::from_view(&view, shape)?;
-        self.run_spmm(&d.spmm, alpha, a, dense, beta, out, || self.densify(d, b, densify))
+        let stream = self.stream();
+        // B dense: the plan's own buffer, its write ordered by `busy` (its guard through `&self`
+        // records a read only).
+        let densify_b = || {
+            let (out, _go) = d.dense.device_ptr(stream);
+            let (cells, _gc) = d.cells.device_ptr(stream);
+            self.densify(densify, b, cells, out, (rows, cols))
+        };
+        match &d.coarse {
+            None => self.run_spmm(&d.spmm, alpha, a, dense, beta, out, densify_b),
+            Some(ca) => {
+                let coarse = ca.bsr::<T>()?;
+                self.run_spmm(&d.spmm, alpha, coarse, dense, beta, out, || {
+                    densify_b()?;
+                    // A's blocks into the coarse ones (the plan's workspace, as B dense).
+                    let (out, _go) = coarse.values_ptr(stream);
+                    let (cells, _gc) = ca.cells.device_ptr(stream);
+                    self.densify(densify, a, cells, out, (ca.rows, COARSE))
+                })
+            }
+        }
     }
 
-    /// Queues the densify of B's values into the plan's dense B (the product holds `d.busy`).
-    fn densify<T: InputElement>(&self, d: &DenseB, b: &DeviceBsr<T>, kernel: &crate::kernels::Kernel) -> Result<()> {
+    /// Queues the densify of `src`'s values (16-bit) into the row-major `(rows, cols)` matrix
+    /// at `out` (per matrix of the batch, `rows · cols` elements apart), through `cells`: per
+    /// `(bm, bk)` cell of it (`src`'s block shape), row-major, the block of `src` there or
+    /// [`NO_BLOCK`] (the product holds the plan's `busy`, whose workspaces `out` and `cells`
+    /// are).
+    fn densify<T: InputElement>(
+        &self,
+        kernel: &crate::kernels::Kernel,
+        src: &DeviceBsr<T>,
+        cells: u64,
+        out: u64,
+        (rows, cols): (usize, usize),
+    ) -> Result<()> {
         let stream = self.stream();
-        let p = &b.pattern;
-        let (rows, cols) = (p.nrows, p.ncols);
-        let (values, _gv) = b.values_ptr(stream);
-        let (cells, _gc) = d.cells.device_ptr(stream);
-        // The plan's own buffer: the write is ordered by `busy` (its guard through `&self`
-        // records a read only).
-        let (out, _go) = d.dense.device_ptr(stream);
+        let p = &src.pattern;
+        let (values, _gv) = src.values_ptr(stream);
         let params = DensifyParams {
             values,
             cells,
             out,
-            values_batch_stride: b.values_per_matrix() as u64,
+            values_batch_stride: src.values_per_matrix() as u64,
             rows: rows as u32,
             cols: cols as u32,
             bm_log2: p.block.bm.trailing_zeros(),
             bn_log2: p.block.bk.trailing_zeros(),
-            batch: b.batch as u32,
+            batch: src.batch as u32,
             _pad: 0,
         };
         let chunks = (rows * cols / DENSIFY_CHUNK as usize) as u32;
-        // SAFETY: the densify kernel's parameter block; B's values are a live allocation of
+        // SAFETY: the densify kernel's parameter block; `src`'s values are a live allocation of
         // its pattern's blocks (`batch` matrices), `cells` names only those blocks (or
-        // NO_BLOCK) for each of B's block cells, and `out` is the plan's `(batch, K, N)`
-        // row-major workspace, exclusively this product's (`busy`); one thread per 8-element
+        // NO_BLOCK) for each `(bm, bk)` cell of the `(rows, cols)` output, and `out` is a plan
+        // workspace of `batch` such matrices, exclusively this product's (`busy`): B dense, or
+        // the re-blocked A's values (its `(blocks · 128, 128)` view); one thread per 8-element
         // chunk of a matrix (the grid's tail checks the count; fewer than 2³² chunks, checked
         // by the planner), each 16-byte access aligned (blocks at least 16 wide, allocations
         // and batch strides multiples of 16 bytes).
         unsafe { launch(stream, kernel, chunks.div_ceil(DENSIFY_THREADS), params) }
     }
+}
+
+/// The cell map of a re-blocked A's values viewed as a row-major `(blocks · 128, 128)` matrix
+/// in A's `(bm, bk)` cells: coarse block `q` at (group `g`, cell column `j`) of the coarse
+/// pattern `(row_ptr, col_idx)` holds, per cell `(r, c)` of its 128×128, A's block `(g · 128 /
+/// bm + r, j · 128 / bk + c)` from `fine` (A's cell map, `fine_cols` block columns), or
+/// [`NO_BLOCK`].
+fn coarse_view_cells(fine: &[u32], fine_cols: usize, (row_ptr, col_idx): (&[u32], &[u32]), (bm, bk): (usize, usize)) -> Vec<u32> {
+    let (per_r, per_c) = (COARSE / bm, COARSE / bk);
+    let mut cells = Vec::with_capacity(col_idx.len() * per_r * per_c);
+    for (g, w) in row_ptr.windows(2).enumerate() {
+        for &j in &col_idx[w[0] as usize..w[1] as usize] {
+            for r in 0..per_r {
+                cells.extend_from_slice(&fine[(g * per_r + r) * fine_cols + j as usize * per_c..][..per_c]);
+            }
+        }
+    }
+    cells
+}
+
+/// Per group of `per` rows of `(row_ptr, col_idx)`, the union of its rows' columns mapped by
+/// `col`, in increasing order: a `(row_ptr, col_idx)` of the groups.
+fn group_rows(row_ptr: &[u32], col_idx: &[u32], per: usize, col: impl Fn(u32) -> u32) -> (Vec<u32>, Vec<u32>) {
+    let per = per.max(1);
+    let rows = row_ptr.len().saturating_sub(1);
+    let (mut rp, mut ci) = (vec![0u32], Vec::new());
+    let mut cols = Vec::new();
+    for g in 0..rows.div_ceil(per) {
+        cols.clear();
+        let (lo, hi) = (row_ptr[g * per] as usize, row_ptr[((g + 1) * per).min(rows)] as usize);
+        cols.extend(col_idx[lo..hi].iter().map(|&c| col(c)));
+        cols.sort_unstable();
+        cols.dedup();
+        ci.extend_from_slice(&cols);
+        rp.push(ci.len() as u32);
+    }
+    (rp, ci)
 }
 
 #[cfg(test)]
@@ -463,6 +684,40 @@ mod tests {
         assert!(dense_b_fits(bytes(8192), memory));
         assert!(dense_b_fits(bytes(32768), memory));
         assert!(!dense_b_fits(bytes(65536), memory));
+    }
+
+    /// The re-blocked A: 64×64 blocks of a 256 × 384 A in 128×128 cells (2 × 3), each cell
+    /// present where one of its four blocks is, and the copy's view of each present cell
+    /// listing its four blocks row by row (NO_BLOCK where absent).
+    #[test]
+    fn the_coarse_cells_hold_a_blocks_in_order() {
+        // A's blocks (4 × 6 grid): row 0: 0, 5; row 1: 1; row 2: (none); row 3: 2, 3.
+        let mut mask = vec![false; 4 * 6];
+        for (r, c) in [(0, 0), (0, 5), (1, 1), (3, 2), (3, 3)] {
+            mask[r * 6 + c] = true;
+        }
+        let (rp, ci) = csr(&mask, 6);
+        let (crp, cci) = coarse_pattern(&rp, &ci, 64, 64);
+        assert_eq!((crp.clone(), cci.clone()), (vec![0, 2, 3], vec![0, 2, 1]));
+        let fine: Vec<u32> = {
+            let mut q = 0;
+            mask.iter()
+                .map(|&x| {
+                    if x {
+                        q += 1;
+                        q - 1
+                    } else {
+                        NO_BLOCK
+                    }
+                })
+                .collect()
+        };
+        let x = NO_BLOCK;
+        // Cells (0, 0): blocks 0, 2 of rows 0–1 → [0, x, x, 2]; (0, 2): [x, 1, x, x]; (1, 1): [x, x, 3, 4].
+        assert_eq!(coarse_view_cells(&fine, 6, (&crp, &cci), (64, 64)), [0, x, x, 2, x, 1, x, x, x, x, 3, 4]);
+        // 16×16 blocks: one coarse cell per 8 × 8 of them.
+        let (crp, cci) = coarse_pattern(&[0, 1, 1, 2], &[3, 9], 16, 16);
+        assert_eq!((crp, cci), (vec![0, 2], vec![0, 1]));
     }
 
     /// A block-sparse C costs the route only the N tiles of each group of rows that hold one of
@@ -492,9 +747,17 @@ mod tests {
         assert_eq!(cost(Some(&BlockPattern { cols: g, row_ptr: &rp, col_idx: &ci })), 0.0);
     }
 
+    /// The route's modeled time at `bs`×`bs` blocks over `n`³ (A's pattern `a`, C's blocks
+    /// `c`): the cheaper of its variants, A as stored or re-blocked.
+    fn route_cost(bs: usize, a: (&[u32], &[u32]), n: usize, c: Option<&BlockPattern>) -> f64 {
+        let shallow = dense_b_cost(route_model(bs).expect("a fitted model"), a.0, a.1, n, n, c).expect("the merged tile's plan");
+        shallow.min(coarse_cost_of(a, (bs, bs), n, n, c))
+    }
+
     /// The model's choice on each case of perf notes v44 (16×16, C dense), v45 (16×16, C at
-    /// the product's pattern) and v46 (32×32, both C kinds) (8192³, H100, the records, pairs
-    /// and C's blocks its plans counted): the route measured faster is the one chosen.
+    /// the product's pattern), v46 (32×32, both C kinds) and v48 (16×16 over a re-blocked A:
+    /// uniform 25 % now takes the route) (8192³, H100, the records, pairs and C's blocks its
+    /// plans counted): the route measured faster is the one chosen.
     #[test]
     fn the_cost_model_chooses_the_route_measured_faster() {
         let mut rng = seeded_rng(777);
@@ -503,7 +766,7 @@ mod tests {
         let g = 512;
         let cases16 = [
             ("uniform 12.5 %", exact_mask(g, g, 0.125, &mut rng), 2_097_070, (923_240, false), (923_602, 262_059, false)),
-            ("uniform 25 %", exact_mask(g, g, 0.25, &mut rng), 8_386_006, (2_078_511, false), (2_078_511, 262_144, false)),
+            ("uniform 25 %", exact_mask(g, g, 0.25, &mut rng), 8_386_006, (2_078_511, true), (2_078_511, 262_144, true)),
             ("uniform 37.5 %", exact_mask(g, g, 0.375, &mut rng), 18_874_222, (3_144_980, true), (3_144_980, 262_144, true)),
             ("uniform 50 %", exact_mask(g, g, 0.5, &mut rng), 33_552_643, (4_194_304, true), (4_194_304, 262_144, true)),
             ("banded 12.5 %", banded_mask(g, g, 0.125), 2_097_152, (925_952, true), (925_950, 262_124, true)),
@@ -524,7 +787,7 @@ mod tests {
                 let (row_ptr, col_idx) = csr(mask, n / bs);
                 // (C at the product's pattern: every 128 × 256 tile of these products holds
                 // blocks, each of its cells one with probability at least 0.6 (top-16 32×32).)
-                let route = dense_b_cost(model, &row_ptr, &col_idx, n, n, None).expect("the merged tile's plan");
+                let route = route_cost(bs, (&row_ptr, &col_idx), n, None);
                 let &(block_records, c_blocks, block_dense_b) = block;
                 let gather = SPARSIFY_COST * (c_blocks * bs * bs) as f64;
                 for ((records, dense_b), route, c) in
@@ -564,8 +827,7 @@ mod tests {
             let (c_rp, c_ci) = csr(&(0..g * g).map(|i| i % g <= i / g).collect::<Vec<_>>(), g);
             assert_eq!(c_ci.len(), c_blocks);
             let c = BlockPattern { cols: g, row_ptr: &c_rp, col_idx: &c_ci };
-            let route = dense_b_cost(model, &row_ptr, &col_idx, n, n, Some(&c)).expect("the merged tile's plan")
-                + SPARSIFY_COST * (c_blocks * bs * bs) as f64;
+            let route = route_cost(bs, (&row_ptr, &col_idx), n, Some(&c)) + SPARSIFY_COST * (c_blocks * bs * bs) as f64;
             let recs = records_cost(model, records, pairs);
             assert_eq!(route < recs, dense_b, "{bs}×{bs} {what}, causal C: dense-B route {route:.3e}, records {recs:.3e}");
         }

@@ -411,25 +411,22 @@ impl Context {
     }
 
     /// The SpMM plan of `C = alpha · A · B + beta · C` (as [`Context::plan_spmm_with`], A not
-    /// transposed) whose C is read only at the blocks of `c` (a pattern of A's block rows over
-    /// N): the output tiles without one of its blocks get no work item and are not written
-    /// (the dense-B route of BSR × BSR into a block-sparse C).
+    /// transposed) whose C is read only at its blocks `c` (`(row_ptr, col_idx, bn)`: per block
+    /// row of A's height, the block columns of C's `bn`-wide blocks): the output tiles without
+    /// one of them get no work item and are not written (the dense-B route of BSR × BSR into a
+    /// block-sparse C).
     pub(crate) fn plan_spmm_at_blocks<T: InputElement>(
         &self,
         a: &DeviceBsr<T>,
         n: usize,
         opts: &PlanOptions,
-        c: &Pattern,
+        c: (&[u32], &[u32], usize),
     ) -> Result<SpmmPlan> {
-        if c.block.bm != a.block().bm || c.nrows != a.nrows() || c.ncols != n {
+        if c.0.len() != a.pattern.block_rows() + 1 {
             return Err(Error::Internal(format!(
-                "C's pattern ({}x{} in {}x{} blocks) does not cover the product of A's {} rows in {}-row blocks and {n} columns",
-                c.nrows,
-                c.ncols,
-                c.block.bm,
-                c.block.bk,
-                a.nrows(),
-                a.block().bm
+                "{} rows of C's blocks for A's {} block rows",
+                c.0.len().saturating_sub(1),
+                a.pattern.block_rows()
             )));
         }
         self.plan_sparse::<T>(a, Transpose::No, Side::Left, Transpose::No, n, opts, Some(c))
@@ -446,7 +443,7 @@ impl Context {
         kernel_op: Transpose,
         n: usize,
         opts: &PlanOptions,
-        c_blocks: Option<&Pattern>,
+        c_blocks: Option<(&[u32], &[u32], usize)>,
     ) -> Result<SpmmPlan> {
         check_dim("dense dimension of the product", n)?;
         // (C's blocks are C's rows as A streams them: `A · B`.)
@@ -502,7 +499,7 @@ impl Context {
                     Some(sub) => sub.get(place).map(|&r| r as usize),
                     None => (place < rows).then(|| order.row_at(reordered && m > 1, place) as usize),
                 };
-                live_cells((&c.row_ptr, &c.col_idx_host, c.block.bk), tile_rows, m as usize, c_row, n, choice.shape().1 as usize)
+                live_cells(c, tile_rows, m as usize, c_row, n, choice.shape().1 as usize)
             });
             if m == 1 {
                 // Unmerged: A's stream (Aᵀ: the transposed one), all of its rows or, in a split,
