@@ -856,7 +856,7 @@ fn spgemm_cases(v: &mut Cases) {
     // where its cost model prefers it), the records' knobs left to their defaults.
     let streamed: Vec<Case> = v.0[first..].iter().filter(|c| matches!(c.op, Op::Spgemm(_)) && c.plan.warp.is_none()).cloned().collect();
     for c in streamed {
-        // And, where A's shape allows, with A re-blocked into 128×128 blocks (v47).
+        // And, where A's shape allows, with A re-blocked into 128×128 blocks (v48).
         if c.sm.is_multiple_of(128) && c.sk.is_multiple_of(128) && c.bm <= 128 && c.bk <= 128 {
             let plan = CasePlan { dense_b: Some(true), pair: None, coarse: Some(true), ..c.plan };
             v.0.push(Case { label: c.label.clone() + " dense-b coarse", plan, ..c.clone() });

@@ -169,11 +169,19 @@ pub struct PlanOptions {
     /// A's blocks fill most of the 128×128 cells they touch (dense enough or banded operands),
     /// the deep tile running the same work about 1.3× faster than the shallow ones (perf notes
     /// v48, 8192³ on the H100: 16×16 uniform 50 % × 50 % 2.33 → 1.65 ms into a dense C, 25 %
-    /// 2.24 → 1.53, banded × uniform 0.40 → 0.32; 32×32 50 % 1.82 → 1.55). `None`: where the
-    /// route's cost model puts it below the shallow tiles' time; `Some(true)`: wherever A's
-    /// shape allows; `Some(false)`: never. Non-finite values: an Inf or NaN in B then also
-    /// meets the zeros that fill A's 128×128 cells (NaN in C elements that no pair reaches),
-    /// as [`PlanOptions::dense_b`] says of the route.
+    /// 2.24 → 1.53, banded × uniform 0.40 → 0.32; 32×32 50 % 1.82 → 1.55). `None`: with 16×16
+    /// and 32×32 blocks (the fitted model), where the route's cost model puts it below the
+    /// shallow tiles' time and its workspace (up to `M · K` elements) still fits the route's
+    /// share of the device's memory, and not where `merge_rows` asks for a merge (the coarse
+    /// rows do not merge); `Some(true)`: wherever A's shape allows (the SpMM knobs then apply
+    /// to the coarse pattern's plan); `Some(false)`: never. A re-blocked plan holds the coarse
+    /// blocks in the element type it was made for: its products take A and B of that type
+    /// ([`Error::PlanMismatch`] otherwise, before anything is launched; a plan with A as stored
+    /// serves f16 and bf16 operands of its patterns alike). Non-finite values: an Inf or NaN in
+    /// B then also meets the zeros that fill A's 128×128 cells (NaN in C elements that no pair
+    /// reaches), as [`PlanOptions::dense_b`] says of the route.
+    ///
+    /// [`Error::PlanMismatch`]: crate::Error::PlanMismatch
     pub coarse_a: Option<bool>,
     /// SpGEMM: how many host threads walk the product's rows when the plan is made (each a
     /// contiguous range of block rows; the plan's records and work are the same whatever the

@@ -829,7 +829,11 @@ impl Context {
         // route's modeled time is below the records', counted below.
         let may_stream_b = match opts.dense_b {
             Some(true) => {
-                let coarse = route_variant(&a.pattern, b.ncols(), None, opts.coarse_a).0;
+                // (A merge of A's rows asked for keeps A as stored unless re-blocking is asked
+                // for too: the coarse pattern's rows do not merge. The variant is costed as
+                // for a dense C.)
+                let coarse_a = opts.coarse_a.or(opts.merge_rows.filter(|&m| m > 1).map(|_| false));
+                let coarse = route_variant(&a.pattern, b.ncols(), None, coarse_a).0;
                 return self.dense_b_symbolic(a, b, out, None, 0, (counts.pairs, counts.c_blocks), choice, coarse);
             }
             Some(false) => false,
@@ -901,9 +905,14 @@ impl Context {
         // zipped ones.
         let parts = if threads > 1 { 2 } else { 1 };
         let counting = 24 * parts * pre_tiles + 24 * rec.tiles.len();
+        // (The default re-blocks A only where that workspace too fits the memory share.)
+        let coarse_a = opts.coarse_a.or_else(|| {
+            let fits = || dense_b_device_bytes(a, b, block_c, true).is_ok_and(|(w, _, _)| dense_b_fits(w, self.memory_bytes()));
+            (may_stream_b && !fits()).then_some(false)
+        });
         if may_stream_b
             && let Some(coarse) =
-                dense_b_pays(&a.pattern, b.ncols(), c_grid.as_ref().filter(|_| block_c), rec.n_records, counts.pairs, opts.coarse_a)
+                dense_b_pays(&a.pattern, b.ncols(), c_grid.as_ref().filter(|_| block_c), rec.n_records, counts.pairs, coarse_a)
         {
             return self.dense_b_symbolic(a, b, out, product, counting, (counts.pairs, counts.c_blocks), choice, coarse);
         }
@@ -1018,7 +1027,8 @@ impl Context {
     /// columns up to 64), [`PlanOptions::pair_columns`]
     /// whether 128×128 C blocks are paired by shared K, [`PlanOptions::warp_rings`] the 16-row
     /// tile's rings, [`PlanOptions::dense_b`] whether B is streamed dense into the SpMM
-    /// kernels (which then take the SpMM knobs). The records do not merge block rows:
+    /// kernels (which then take the SpMM knobs) and [`PlanOptions::coarse_a`] whether A is then
+    /// re-blocked into 128×128 blocks. The records do not merge block rows:
     /// [`PlanOptions::merge_rows`] other than `None` or `Some(1)` is
     /// [`Error::UnsupportedMerge`].
     pub fn plan_spgemm_with<T: InputElement>(

@@ -147,7 +147,7 @@ pub(super) fn route_variant(a: &Pattern, n: usize, c: Option<&BlockPattern>, coa
         Some(true) if coarse_fits(a) => (true, deep()),
         Some(_) => (false, shallow()),
         None => match (shallow(), deep()) {
-            (Some(s), Some(d)) if model.is_some() && d < s => (true, Some(d)),
+            (Some(s), Some(d)) if d < s => (true, Some(d)),
             (s, _) => (false, s),
         },
     }
