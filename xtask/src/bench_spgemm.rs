@@ -212,7 +212,8 @@ struct Case {
 
 /// The kernel a BSR × BSR plan runs, as the bench and validate print it: family and tile rows,
 /// `/p` where its C blocks are paired by shared K, `/w` where its warps run their own rings;
-/// with B streamed dense, the SpMM plan's tile and `/B`.
+/// with B streamed dense, the SpMM plan's tile and `/B` (`/Bc` over A re-blocked into 128×128
+/// blocks).
 pub fn kernel_label(plan: &blocksparse::SpgemmPlan) -> String {
     if plan.dense_b() {
         // The SpMM plan's tile (e.g. `Hopper128k16`); `/Bc` over A re-blocked into 128×128

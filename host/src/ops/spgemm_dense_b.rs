@@ -17,7 +17,8 @@
 //! the SpMM plan is the coarse pattern's: the 128-row, 64-deep tile instead of the merged
 //! shallow ones.
 //! The same sum as the records' (every pair of A's and B's blocks, in increasing K, plus
-//! products with B's zeros), deterministic like both kernels.
+//! products with zeros: B's, and those filling a re-blocked A's cells), deterministic like both
+//! kernels.
 
 use std::any::Any;
 use std::sync::{Arc, Mutex};
