@@ -142,9 +142,10 @@ pub struct PlanOptions {
     /// records' (per record and per pair), its
     /// workspaces take at most an eighth of the device's memory, and none of `warp_rings`,
     /// `pair_columns` (the records' knobs), `merge_rows` or `split_rows` is given (perf notes
-    /// v44–v46, 8192³, 16×16 into a dense C: the dense-B route took 0.45× the records' time at
-    /// 50 % × 50 %, 0.72× at 37.5 %, 0.58× with a banded 12.5 % A; 1.24× at 25 % and 1.8× at
-    /// 12.5 %, where the records run; 32×32: 0.90× at 50 %, 1.3× or more on the others);
+    /// v44–v48, 8192³, 16×16 into a dense C: the dense-B route took 0.33× the records' time at
+    /// 50 % × 50 %, 0.85× at 25 % and 0.47× with a banded 12.5 % A (over A re-blocked,
+    /// `coarse_a`), 1.8× at 12.5 %, where the records run; 32×32: 0.78× at 50 %, 1.3× or more
+    /// on the others);
     /// `Some(true)`: always, the records' knobs unused; `Some(false)`: never. A block-sparse C
     /// (the product's pattern or a mask) is gathered from an `A · B` the plan holds (`M · N`
     /// f32 elements per matrix, beside B dense; with beta 0 the product is written in C's type
