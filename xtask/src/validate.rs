@@ -1477,13 +1477,33 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
         let mut compared =
             check::<f16>(ctx, &plans, &dense, (&a, &b), f16_bits)? + check::<f32>(ctx, &plans, &dense, (&a, &b), (f32::NAN, f32::to_bits))?;
         let mut tiles_seen = vec![tiles(&dense, &plans, &["causal"])?];
-        // The same on the unmerged SpMM plan.
+        // The same on another SpMM plan kind (`opts`): the dense C's plan, then C's two masks
+        // `(fewer, one block)` bit for bit against it (an f32 C too where `f32_c`), and the tiles
+        // each computes (the first mask's fewer than the dense C's); the dense C's plan and
+        // `label: tiles` back.
+        let variant = |(a, b): (&DeviceBsr<f16>, &DeviceBsr<f16>),
+                       opts: &PlanOptions,
+                       [(fewer, c_fewer), (one, c_one)]: [(&str, &DeviceBsr<f16>); 2],
+                       f32_c: bool,
+                       label: &str|
+         -> Result<(usize, blocksparse::SpgemmPlan, String), String> {
+            let dense = plan(a, b, SpgemmOutput::Dense, opts)?;
+            let (by_fewer, by_one) = (plan(a, b, masked(c_fewer), opts)?, plan(a, b, masked(c_one), opts)?);
+            let plans = [(fewer, &by_fewer), (one, &by_one)];
+            let mut compared = check::<f16>(ctx, &plans, &dense, (a, b), f16_bits)?;
+            if f32_c {
+                compared += check::<f32>(ctx, &plans, &dense, (a, b), (f32::NAN, f32::to_bits))?;
+            }
+            let seen = format!("{label}: {}", tiles(&dense, &plans, &[fewer])?);
+            Ok((compared, dense, seen))
+        };
+        let mut add = |(n, _, seen): (usize, blocksparse::SpgemmPlan, String)| {
+            compared += n;
+            tiles_seen.push(seen);
+        };
+        // The unmerged SpMM plan.
         let unmerged = PlanOptions { merge_rows: Some(1), ..opts };
-        let dense_unmerged = plan(&a, &b, SpgemmOutput::Dense, &unmerged)?;
-        let (causal_unmerged, corner_unmerged) = (plan(&a, &b, masked(&causal), &unmerged)?, plan(&a, &b, masked(&corner), &unmerged)?);
-        let plans = [("causal", &causal_unmerged), ("one block", &corner_unmerged)];
-        compared += check::<f16>(ctx, &plans, &dense_unmerged, (&a, &b), f16_bits)?;
-        tiles_seen.push(format!("unmerged: {}", tiles(&dense_unmerged, &plans, &["causal"])?));
+        add(variant((&a, &b), &unmerged, [("causal", &causal), ("one block", &corner)], false, "unmerged")?);
         // A split SpMM plan (the mixed mask of window and top-16 rows: merged groups on wgmma
         // and unmerged rows, on Hopper), into C's blocks in every third group of 8 block rows
         // and the first 256 columns, and into one block.
@@ -1497,11 +1517,8 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
         }
         let stripes = pattern(m2, n, &|r, c| (r / 8) % 3 == 0 && c < 16, &mut rng)?;
         let corner2 = pattern(m2, n, &|r, c| (r, c) == (m2 / bs - 1, n / bs - 1), &mut rng)?;
-        let dense_split = plan(&a2, &b2, SpgemmOutput::Dense, &split)?;
-        let (by_stripes, by_corner2) = (plan(&a2, &b2, masked(&stripes), &split)?, plan(&a2, &b2, masked(&corner2), &split)?);
-        let plans = [("stripes", &by_stripes), ("one block", &by_corner2)];
-        compared += check::<f16>(ctx, &plans, &dense_split, (&a2, &b2), f16_bits)?;
-        tiles_seen.push(format!("{}: {}", if spmm_split { "split" } else { "not split" }, tiles(&dense_split, &plans, &["stripes"])?));
+        let masks2 = [("stripes", &stripes), ("one block", &corner2)];
+        add(variant((&a2, &b2), &split, masks2, false, if spmm_split { "split" } else { "not split" })?);
         // A merged plan in another order than A's (heavy-tailed rows, the heavy ones merged
         // first: tiles whose rows lie far apart in C), into the stripes and one block.
         let a3 = from_mask(m2, k2, &MaskFamily::Zipf(0.1).mask(m2 / bs, k2 / bs, &mut rng), &mut rng)?;
@@ -1511,23 +1528,14 @@ fn spgemm_gather(ctx: &Context, seed: u64) -> (bool, String) {
         if ctx.arch() == Arch::Sm90a && !reordered {
             return Err("the heavy-tailed mask's SpMM plan is not merged in another order on the Hopper path".into());
         }
-        let dense_reordered = plan(&a3, &b2, SpgemmOutput::Dense, &reorder)?;
-        let (stripes3, corner3) = (plan(&a3, &b2, masked(&stripes), &reorder)?, plan(&a3, &b2, masked(&corner2), &reorder)?);
-        let plans = [("stripes", &stripes3), ("one block", &corner3)];
-        compared += check::<f16>(ctx, &plans, &dense_reordered, (&a3, &b2), f16_bits)?;
-        let kind = if reordered { "reordered" } else { "in A's order" };
-        tiles_seen.push(format!("{kind}: {}", tiles(&dense_reordered, &plans, &["stripes"])?));
+        add(variant((&a3, &b2), &reorder, masks2, false, if reordered { "reordered" } else { "in A's order" })?);
         // A re-blocked into 128×128 blocks (the mixed mask's A), into the stripes and one block.
         let coarse = PlanOptions { coarse_a: Some(true), ..opts };
-        let dense_coarse = plan(&a2, &b2, SpgemmOutput::Dense, &coarse)?;
-        if !dense_coarse.coarse_a() {
+        let re_blocked = variant((&a2, &b2), &coarse, masks2, true, "A re-blocked")?;
+        if !re_blocked.1.coarse_a() {
             return Err("the plan does not re-block A as asked for".into());
         }
-        let (stripes_c, corner_c) = (plan(&a2, &b2, masked(&stripes), &coarse)?, plan(&a2, &b2, masked(&corner2), &coarse)?);
-        let plans = [("stripes", &stripes_c), ("one block", &corner_c)];
-        compared += check::<f16>(ctx, &plans, &dense_coarse, (&a2, &b2), f16_bits)?
-            + check::<f32>(ctx, &plans, &dense_coarse, (&a2, &b2), (f32::NAN, f32::to_bits))?;
-        tiles_seen.push(format!("A re-blocked: {}", tiles(&dense_coarse, &plans, &["stripes"])?));
+        add(re_blocked);
         // beta != 0 through the same plan: the f32 product scaled by the gather.
         let (alpha, beta) = (-1.5f32, 0.5f32);
         let mut cd = ctx.zeros_matrix::<f32>(m, n).map_err(e)?;

@@ -165,14 +165,8 @@ fn coarse_cost(a: &Pattern, n: usize, c: Option<&BlockPattern>) -> Option<f64> {
 /// [`coarse_cost`] of A's pattern `(row_ptr, col_idx)` in `(bm, bk)` blocks over `k` columns.
 fn coarse_cost_of((row_ptr, col_idx): (&[u32], &[u32]), (bm, bk): (usize, usize), k: usize, n: usize, c: Option<&BlockPattern>) -> f64 {
     let (rp, ci) = coarse_pattern(row_ptr, col_idx, bm, bk);
-    let (tn, groups, per) = (256, rp.len() - 1, COARSE / bm);
-    let n_tiles = n.div_ceil(tn);
-    let live = c.map(|c| {
-        let c_rows = c.row_ptr.len().saturating_sub(1);
-        live_cells((c.row_ptr, c.col_idx, n / c.cols.max(1)), groups, per, |r| (r < c_rows).then_some(r), n, tn)
-    });
-    let tiles_of = |g: usize| live.as_ref().map_or(n_tiles, |l| l[g * n_tiles..][..n_tiles].iter().filter(|&&x| x).count());
-    let pieces: f64 = rp.windows(2).enumerate().map(|(g, w)| (w[1] - w[0]) as f64 * tiles_of(g) as f64).sum();
+    let tiles = live_tiles(c, rp.len() - 1, COARSE / bm, n, 256);
+    let pieces: f64 = rp.windows(2).zip(tiles).map(|(w, t)| (w[1] - w[0]) as f64 * t as f64).sum();
     let copy = DENSIFY_COST * (ci.len() * COARSE * COARSE) as f64;
     COARSE_PIECE * pieces + copy + DENSIFY_COST * (k as f64 * n as f64)
 }
@@ -210,18 +204,24 @@ fn dense_b_cost(model: &RouteModel, row_ptr: &[u32], col_idx: &[u32], k: usize, 
     let tile = WGMMA_SHALLOW_TILES.iter().map(|&i| WGMMA_TILES[i]).find(|t| t.ks == model.bs)?;
     let rows = (tile.tm / model.bs) as usize;
     let counts = merge_counts(row_ptr, col_idx, rows, tile.tm).ok()?;
-    let tn = tile.tn() as usize;
-    let n_tiles = n.div_ceil(tn);
-    let groups = counts.row_ptr.len().saturating_sub(1);
-    // The live N tiles of each group of rows (A's order; C's block rows are A's).
-    let live = c.map(|c| {
-        let c_rows = c.row_ptr.len().saturating_sub(1);
-        live_cells((c.row_ptr, c.col_idx, model.bs as usize), groups, rows, |r| (r < c_rows).then_some(r), n, tn)
-    });
-    let tiles_of = |g: usize| live.as_ref().map_or(n_tiles, |l| l[g * n_tiles..][..n_tiles].iter().filter(|&&x| x).count());
+    // The live N tiles of each group of rows (A's order).
+    let tiles = live_tiles(c, counts.row_ptr.len().saturating_sub(1), rows, n, tile.tn() as usize);
     // Pieces of `(bs, bs) · (bs, tn)` per position: its rows' blocks, times the live N tiles.
-    let pieces: f64 = counts.row_ptr.windows(2).enumerate().map(|(g, w)| (w[1] - w[0]) as f64 * rows as f64 * tiles_of(g) as f64).sum();
+    let pieces: f64 = counts.row_ptr.windows(2).zip(tiles).map(|(w, t)| (w[1] - w[0]) as f64 * rows as f64 * t as f64).sum();
     Some(model.piece * pieces + DENSIFY_COST * (k as f64 * n as f64))
+}
+
+/// Per group of `per` block rows of A (C's block rows are A's), the N tiles of `tn` columns
+/// of `n` that hold one of C's blocks `c` (all `⌈n / tn⌉` for a dense C, `None`), for
+/// `groups` groups.
+fn live_tiles(c: Option<&BlockPattern>, groups: usize, per: usize, n: usize, tn: usize) -> Vec<usize> {
+    let n_tiles = n.div_ceil(tn);
+    let Some(c) = c else {
+        return vec![n_tiles; groups];
+    };
+    let c_rows = c.row_ptr.len().saturating_sub(1);
+    let live = live_cells((c.row_ptr, c.col_idx, n / c.cols.max(1)), groups, per, |r| (r < c_rows).then_some(r), n, tn);
+    live.chunks(n_tiles.max(1)).map(|tiles| tiles.iter().filter(|&&x| x).count()).collect()
 }
 
 /// The records' modeled time ([`dense_b_pays`]).
