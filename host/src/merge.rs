@@ -210,6 +210,35 @@ pub(crate) fn plan_cost(
 /// 32- and 64-row candidates in the tests below; 10 sits in the middle (perf notes v23).
 pub(crate) const ITEM_FLOOR_PER_C_BYTE: f64 = 10.0;
 
+/// How much longer the Hopper tiles of 32- and 16-deep stages (`(ks, factor)`) take than the
+/// 64-deep 128-row tile for the same modelled work ([`plan_cost`] counts their stages alike):
+/// the re-blocked candidate of the SpMM planner ([`PlanOptions::coarse_a`]) is weighed against
+/// a shallow plan's cost times this. Measured on the H100 at 8192³ f16 with A's 128×128 cells
+/// the same on both tiles (README's mask table, v37: causal 16×16 merged on the 16-deep tile
+/// 1.332 ms against causal 128×128 on the 64-deep one 0.952, block-diagonal 0.355 against
+/// 0.255; 32×32 on the 32-deep tile 1.140 and 0.303; perf notes v47's probe, every 128×128
+/// cell of an 8192² A: the 16-deep tile 2.25 ms against 1.737): 1.30–1.40 at 16, 1.19–1.20 at
+/// 32. The lower ends are taken.
+///
+/// [`PlanOptions::coarse_a`]: crate::PlanOptions::coarse_a
+pub(crate) const SHALLOW_TIME: [(u32, f64); 2] = [(16, 1.30), (32, 1.19)];
+
+/// [`SHALLOW_TIME`]'s factor of `choice` (1 for the 64-deep Hopper tiles and the portable ones,
+/// which the model's weights already place).
+pub(crate) fn shallow_time(choice: TileChoice) -> f64 {
+    match choice.family {
+        KernelFamily::Hopper => SHALLOW_TIME.iter().find(|&&(ks, _)| ks == choice.ks()).map_or(1.0, |&(_, f)| f),
+        KernelFamily::Portable => 1.0,
+    }
+}
+
+/// The re-blocked candidate's copy, in model bytes per element of the coarse blocks it writes
+/// (A's blocks read, the 128×128 cells written, zeros included). From two H100 measurements:
+/// the densify kernel writes an element in about 0.85 ps (perf notes v44), and the model's
+/// cost of causal 128×128 at 8192³ (1.35 · 10¹⁰ bytes) ran 0.952 ms (README's mask table,
+/// v37): 14.2 model bytes per ps.
+pub(crate) const COPY_BYTES_PER_ELEMENT: f64 = 12.0;
+
 /// [`plan_cost`] of streaming the rows `row_ptr` delimits through `choice`'s tile, row by row,
 /// each row at least [`ITEM_FLOOR_PER_C_BYTE`] times the C it writes: B read in TMA boxes
 /// and weighted by [`WGMMA_BYTES_PER_FLOP`] on the Hopper kernels, in 16-byte chunks and by

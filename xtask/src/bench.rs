@@ -161,6 +161,12 @@ pub struct Args {
     /// says `+tile:rows` for the unmerged part of a split plan).
     #[arg(long)]
     splits: bool,
+    /// Also time plain SpMM (and with --transposed its stream of Aᵀ) with A as stored and
+    /// re-blocked into 128×128 blocks where its shape allows (`PlanOptions::coarse_a`: rows
+    /// "spmm C0" / "spmm C1", "spmm At C0" / "spmm At C1"; the kernel column says `/c` for a
+    /// re-blocked plan).
+    #[arg(long)]
+    reblock: bool,
     /// With --masks: also time the mixed mask (bands of window ±8 rows and of top-16 rows,
     /// `MaskFamily::Mixed`) at each block size.
     #[arg(long)]
@@ -816,6 +822,11 @@ fn run_dtype<T: InputElement>(
                             choices.push((format!("spmm P{}", split as u8), opts));
                         }
                     }
+                    if args.reblock {
+                        for coarse in [false, true] {
+                            choices.push((format!("spmm C{}", coarse as u8), PlanOptions { coarse_a: Some(coarse), ..Default::default() }));
+                        }
+                    }
                     if args.reorder {
                         // The planner's choice in A's row order, and each merge reordered.
                         choices.push((String::from("spmm R0"), PlanOptions { reorder_rows: Some(false), ..Default::default() }));
@@ -845,10 +856,17 @@ fn run_dtype<T: InputElement>(
                         let (gr, gc) = (m / bs, k / bs);
                         let mask_t: Vec<bool> = (0..gc * gr).map(|i| mask[(i % gr) * gc + i / gr]).collect();
                         let at = b.bsr(1, k, m, bs, &mask_t)?;
-                        let choices = std::iter::once((String::from("spmm At"), None))
-                            .chain(args.merge.iter().map(|&m| (format!("spmm At M{m}"), Some(m))));
-                        for (label, merge_rows) in choices.collect::<Vec<_>>() {
-                            let opts = PlanOptions { merge_rows, ..Default::default() };
+                        let mut choices: Vec<(String, PlanOptions)> = std::iter::once((String::from("spmm At"), None))
+                            .chain(args.merge.iter().map(|&m| (format!("spmm At M{m}"), Some(m))))
+                            .map(|(label, merge_rows)| (label, PlanOptions { merge_rows, ..Default::default() }))
+                            .collect();
+                        if args.reblock {
+                            for coarse in [false, true] {
+                                let opts = PlanOptions { coarse_a: Some(coarse), ..Default::default() };
+                                choices.push((format!("spmm At C{}", coarse as u8), opts));
+                            }
+                        }
+                        for (label, opts) in choices {
                             if let Some((ms, kernel, plan_ms)) = b.spmm_choice(&at, Transpose::Yes, n, &opts)? {
                                 rows.push(info.row(label, kernel, ms, plan_ms));
                             }

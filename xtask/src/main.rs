@@ -85,14 +85,16 @@ impl From<DTypeArg> for DType {
 }
 
 /// How bench and validate name an SpMM plan's kernel: its tile (e.g. `Hopper128k32`), then
-/// `/m` when it merges `m` block rows per tile, `r` when reordered, `s` when its consumers
-/// skip the stages their rows lack; then ` gG`, its N-tile group; a split plan then `+tile:R`,
-/// its unmerged part's tile and stream rows.
+/// `/c` when it streams A re-blocked into 128×128 blocks, `/m` when it merges `m` block rows
+/// per tile, `r` when reordered, `s` when its consumers skip the stages their rows lack; then
+/// ` gG`, its N-tile group; a split plan then `+tile:R`, its unmerged part's tile and stream
+/// rows.
 pub fn plan_label(plan: &blocksparse::SpmmPlan) -> String {
     let merged = plan.merged_rows();
     format!(
-        "{}{}{}{} g{}{}",
+        "{}{}{}{}{} g{}{}",
         plan.tile(),
+        if plan.coarse_a() { "/c" } else { "" },
         if merged > 1 { format!("/{merged}") } else { String::new() },
         if plan.reordered() { "r" } else { "" },
         if plan.skips_absent() { "s" } else { "" },

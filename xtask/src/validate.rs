@@ -213,7 +213,8 @@ struct CasePlan {
     warp: Option<bool>,
     /// BSR × BSR: `PlanOptions::dense_b` (the plan must stream B dense, or not).
     dense_b: Option<bool>,
-    /// BSR × BSR streaming B dense: `PlanOptions::coarse_a`.
+    /// `PlanOptions::coarse_a` (SpMM and dense × sparse: `Some(true)`, the plan must be
+    /// re-blocked where A's shape allows, and only there; BSR × BSR streaming B dense: as asked).
     coarse: Option<bool>,
 }
 
@@ -287,6 +288,15 @@ impl Cases {
         if let Some(c) = self.0.last_mut() {
             c.plan.split = Some(true);
             c.label += " split";
+        }
+    }
+
+    /// The last case's plan streams A re-blocked into 128×128 blocks where its shape allows
+    /// (`PlanOptions::coarse_a`).
+    fn re_blocked(&mut self) {
+        if let Some(c) = self.0.last_mut() {
+            c.plan.coarse = Some(true);
+            c.label += " reblocked";
         }
     }
 
@@ -458,6 +468,7 @@ fn cases() -> Vec<Case> {
     }
 
     merged_cases(&mut v);
+    reblocked_cases(&mut v);
     spgemm_cases(&mut v);
     v.0
 }
@@ -678,6 +689,63 @@ fn merged_cases(v: &mut Cases) {
         v.merged(m);
         v.push(plain, (16 * bs, 16 * bs, 257), (bs, bs), (F16, F16), Pattern::Uniform(0.0), (1.0, 0.5), 1);
         v.merged(m);
+    }
+}
+
+/// SpMM and dense × sparse over A re-blocked into 128×128 blocks (`PlanOptions::coarse_a`):
+/// every mask family at 16×16 and 32×32, blocks 16 to 128 high and wide (square and not),
+/// streams of A and of Aᵀ, both layouts of the dense operand and of C, alpha/beta, batches,
+/// empty rows, one block, one long row (split along K), every block and none, and shapes the
+/// copy does not take (rows or columns not multiples of 128: the plan keeps A as stored).
+fn reblocked_cases(v: &mut Cases) {
+    use DType::*;
+    use Layout::{ColMajor as C, RowMajor as R};
+    use Transpose::{No as N, Yes as T};
+    let plain = Op::Spmm { op_a: N, b: R, c: R };
+    let dts = [(F16, F16), (Bf16, F32), (F16, Bf16), (Bf16, Bf16)];
+    let mut i = 0;
+    for bs in [16usize, 32] {
+        for f in MaskFamily::REAL {
+            let ab = if i % 3 == 1 { (0.5, 1.5) } else { (1.0, 0.0) };
+            v.push(plain, (1024, 768, 264 - 8 * (i % 3)), (bs, bs), dts[i % 4], Pattern::Family(f), ab, 1 + i % 2);
+            v.re_blocked();
+            i += 1;
+        }
+    }
+    let ops = [
+        Op::Spmm { op_a: N, b: C, c: C },
+        Op::Spmm { op_a: T, b: R, c: R },
+        Op::Spmm { op_a: T, b: C, c: R },
+        Op::DenseSparse { x: R, op_a: N, c: C },
+        Op::DenseSparse { x: C, op_a: T, c: R },
+    ];
+    let shapes = [(16usize, 16usize), (32, 32), (64, 64), (16, 32), (32, 16), (64, 16), (16, 64), (128, 32), (32, 128), (128, 128)];
+    for (j, &(bm, bk)) in shapes.iter().enumerate() {
+        for (o, &op) in ops.iter().enumerate() {
+            if (j + o) % 2 == 1 {
+                continue;
+            }
+            let pat = [Pattern::EmptyRows(0.4), Pattern::Banded(0.3), Pattern::Uniform(0.35), Pattern::Family(MaskFamily::Causal)][i % 4];
+            let ab = if i % 3 == 0 { (1.5, -0.75) } else { (1.0, 0.0) };
+            v.push(op, (640, 384, 200 + 9 * (i % 4)), (bm, bk), dts[i % 4], pat, ab, 1 + i % 2);
+            v.re_blocked();
+            i += 1;
+        }
+    }
+    for (bs, dt) in [(16usize, (F16, F32)), (32, (Bf16, Bf16))] {
+        v.push(plain, (9 * 128, 5 * 128, 77), (bs, bs), dt, Pattern::OneBlock, (1.0, 1.0), 1);
+        v.re_blocked();
+        v.push(plain, (128, 256 * 128, 136), (bs, bs), dt, Pattern::OneRow, (1.0, 0.5), 1);
+        v.re_blocked();
+        v.push(plain, (384, 256, 129), (bs, bs), dt, Pattern::Uniform(1.0), (-1.0, 0.25), 3);
+        v.re_blocked();
+        v.push(plain, (256, 256, 257), (bs, bs), dt, Pattern::Uniform(0.0), (1.0, 0.5), 1);
+        v.re_blocked();
+        // Rows (and, below, columns) not multiples of 128: A as stored.
+        v.push(plain, (33 * bs, 256, 136), (bs, bs), dt, Pattern::Banded(0.3), (1.0, 0.0), 1);
+        v.re_blocked();
+        v.push(Op::Spmm { op_a: T, b: R, c: R }, (256, 9 * bs, 136), (bs, bs), dt, Pattern::Banded(0.3), (1.0, 0.0), 2);
+        v.re_blocked();
     }
 }
 
@@ -1031,6 +1099,7 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
                     reorder_rows: c.plan.reorder,
                     skip_absent: c.plan.skip,
                     split_rows: c.plan.split,
+                    coarse_a: c.plan.coarse,
                     ..Default::default()
                 };
                 if spmm_side {
@@ -1083,6 +1152,14 @@ fn run_case<T: InputElement, O: Element>(ctx: &Context, c: &Case, rng: &mut Test
             let streams_rows = matches!(c.op, Op::Spmm { op_a: Transpose::No, .. } | Op::DenseSparse { op_a: Transpose::Yes, .. });
             if c.plan.split == Some(true) && streams_rows && ctx.arch() == Arch::Sm90a && plan.split().is_none() {
                 return Err(format!("split asked: the plan is not split ({})", crate::plan_label(&plan)));
+            }
+            // Re-blocked as asked, where A's shape allows (rows and columns multiples of 128),
+            // and never where it does not or was not asked.
+            if let Some(asked) = c.plan.coarse {
+                let fits = c.sm.is_multiple_of(128) && c.sk.is_multiple_of(128);
+                if plan.coarse_a() != (asked && fits) {
+                    return Err(format!("coarse_a {asked} asked (shape allows: {fits}): the plan re-blocked {}", plan.coarse_a()));
+                }
             }
             kernel = crate::plan_label(&plan);
             for _ in 0..2 {

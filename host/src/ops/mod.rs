@@ -7,6 +7,7 @@
 //! Dense operands are views ([`crate::MatRef`], [`crate::MatMut`]): `op(X)` is chosen by passing
 //! the view or its transpose (`x.t()`), in either layout, without a copy.
 
+mod reblock;
 pub mod sddmm;
 pub mod spgemm;
 mod spgemm_dense_b;
@@ -71,7 +72,8 @@ pub struct PlanOptions {
     /// Non-finite values: a merged tile multiplies explicit zeros where a row lacks a block of
     /// the union, so an Inf or NaN in op(B)'s rows of that block column makes NaN (0 · Inf)
     /// in the merged rows that lack it, where an unmerged plan leaves them finite. With
-    /// operands that may hold Inf or NaN, plan with `Some(1)`.
+    /// operands that may hold Inf or NaN, plan with `Some(1)` (which the default's re-blocked
+    /// A, [`PlanOptions::coarse_a`], respects: it re-blocks only where no merge is given).
     ///
     /// [`Error::UnsupportedMerge`]: crate::Error::UnsupportedMerge
     pub merge_rows: Option<u32>,
@@ -162,27 +164,43 @@ pub struct PlanOptions {
     /// that no pair reaches, where the records leave them `beta · C`. With operands that may
     /// hold Inf or NaN, plan with `Some(false)`.
     pub dense_b: Option<bool>,
-    /// SpGEMM streaming B dense ([`PlanOptions::dense_b`]): whether each product first copies
-    /// A's blocks into a coarse BSR workspace of 128×128 blocks (every 128×128 cell of A that
-    /// holds one of its blocks, zeros elsewhere in it; A's rows and columns multiples of 128,
-    /// its blocks at most 128 high and wide) and runs the SpMM kernels' 128-row, 64-deep tile
-    /// on it, instead of merging A's block rows onto the 16- or 32-deep tiles. It pays where
-    /// A's blocks fill most of the 128×128 cells they touch (dense enough or banded operands),
-    /// the deep tile running the same work about 1.3× faster than the shallow ones (perf notes
-    /// v48, 8192³ on the H100: 16×16 uniform 50 % × 50 % 2.33 → 1.65 ms into a dense C, 25 %
-    /// 2.24 → 1.53, banded × uniform 0.40 → 0.32; 32×32 50 % 1.82 → 1.55). `None`: with 16×16
-    /// and 32×32 blocks (the fitted model), where the route's cost model puts it below the
-    /// shallow tiles' time and its workspace (up to `M · K` elements) still fits the route's
-    /// share of the device's memory, and not where `merge_rows` asks for a merge (the coarse
-    /// rows do not merge); `Some(true)`: wherever A's shape allows (the SpMM knobs then apply
-    /// to the coarse pattern's plan); `Some(false)`: never. A re-blocked plan holds the coarse
-    /// blocks in the element type it was made for: its products take A and B of that type
-    /// ([`Error::PlanMismatch`] otherwise, before anything is launched; a plan with A as stored
-    /// serves f16 and bf16 operands of its patterns alike). Non-finite values: an Inf or NaN in
-    /// B then also meets the zeros that fill A's 128×128 cells (NaN in C elements that no pair
-    /// reaches), as [`PlanOptions::dense_b`] says of the route.
+    /// SpMM, dense × sparse, and SpGEMM streaming B dense ([`PlanOptions::dense_b`]): whether
+    /// each product first copies A's blocks into a coarse BSR workspace of 128×128 blocks
+    /// (every 128×128 cell of A that holds one of its blocks, zeros elsewhere in it; A's rows
+    /// and columns multiples of 128, its blocks at most 128 high and wide) and runs the SpMM
+    /// kernels' 128-row, 64-deep tile on it, instead of merging A's 16- or 32-row (or deep)
+    /// blocks onto the 16- or 32-deep tiles. The deep tile runs the same work 1.2–1.4× faster
+    /// than the shallow ones (perf notes v48, v49), so this pays where A's blocks fill most of
+    /// the 128×128 cells they touch: causal, sliding-window and block-diagonal masks of 16×16
+    /// and 32×32 blocks, dense enough or banded BSR × BSR operands. The copy is one pass over
+    /// A and the coarse blocks (about 0.03 ms for a causal 8192² A on the H100).
+    ///
+    /// `None`: SpMM and dense × sparse where the plan of A as stored runs on a shallow Hopper
+    /// tile, none of `merge_rows`, `reorder_rows`, `skip_absent` or `split_rows` is given, the
+    /// coarse blocks take at most an eighth of the device's memory, and the planner's cost
+    /// model (perf notes v49: the 128-row tile over the coarse pattern plus the copy, against
+    /// the shallow plan's cost times the measured ratio of the two tiles) puts it below A as
+    /// stored; BSR × BSR with 16×16 and 32×32 blocks on the dense-B route, where the route's
+    /// cost model puts it below the shallow tiles' time and its workspace still fits the
+    /// route's share of the device's memory, and not where `merge_rows` asks for a merge.
+    /// `Some(true)`: wherever A's shape allows (the SpMM knobs then apply to the coarse
+    /// pattern's plan, whose 128-row blocks do not merge); `Some(false)`: never.
+    /// [`SpmmPlan::coarse_a`] and [`SpgemmPlan::coarse_a`] say what the plan does.
+    ///
+    /// A re-blocked plan holds the coarse blocks in the element type it was made for: its
+    /// products take A of that type ([`Error::PlanMismatch`] otherwise, before anything is
+    /// launched; a plan of A as stored serves f16 and bf16 operands of its pattern alike). It
+    /// holds `128² · cells · batch` elements of device memory ([`SpmmPlan::device_bytes`]),
+    /// and serves one product at a time (a product queued on another stream waits for the
+    /// previous one). Non-finite values: an Inf or NaN in op(B) (or op(X)) then also meets the
+    /// zeros that fill A's 128×128 cells (NaN in C elements that no block of A reaches), as
+    /// [`PlanOptions::merge_rows`] says of merged plans; with operands that may hold Inf or
+    /// NaN, plan with `Some(false)` (and `merge_rows: Some(1)`).
     ///
     /// [`Error::PlanMismatch`]: crate::Error::PlanMismatch
+    /// [`SpmmPlan::coarse_a`]: crate::SpmmPlan::coarse_a
+    /// [`SpmmPlan::device_bytes`]: crate::SpmmPlan::device_bytes
+    /// [`SpgemmPlan::coarse_a`]: crate::SpgemmPlan::coarse_a
     pub coarse_a: Option<bool>,
     /// SpGEMM: how many host threads walk the product's rows when the plan is made (each a
     /// contiguous range of block rows; the plan's records and work are the same whatever the

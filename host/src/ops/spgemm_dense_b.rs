@@ -20,18 +20,17 @@
 //! products with zeros: B's, and those filling a re-blocked A's cells), deterministic like both
 //! kernels.
 
-use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use blocksparse_abi::{
-    DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind, SPARSIFY_CHUNK, SPARSIFY_THREADS, SparsifyParams, WG_M,
-    WGMMA_SHALLOW_TILES, WGMMA_TILES, WORK_ITEM_WORDS,
+    KernelFamily, NO_BLOCK, OpKind, SPARSIFY_CHUNK, SPARSIFY_THREADS, SparsifyParams, WG_M, WGMMA_SHALLOW_TILES, WGMMA_TILES,
+    WORK_ITEM_WORDS,
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
+use super::reblock::{COARSE, cell_map, coarse_elements, coarse_fits, coarse_pattern, densify_fits};
 use super::spmm::{SpmmPlan, live_cells};
 use super::{PlanOptions, Transpose};
-use crate::bsr::BlockShape;
 use crate::context::Context;
 use crate::device_bsr::{DeviceBsr, Pattern};
 use crate::element::{DType, Element, InputElement};
@@ -43,9 +42,6 @@ use crate::merge::merge_counts;
 use crate::pairs::BlockPattern;
 use crate::plan::Exclusive;
 
-// SAFETY: the densify kernel's `#[repr(C)]` parameter block from `blocksparse-abi`, taken by
-// value.
-unsafe impl Params for DensifyParams {}
 // SAFETY: the sparsify kernels' `#[repr(C)]` parameter block from `blocksparse-abi`, taken by
 // value.
 unsafe impl Params for SparsifyParams {}
@@ -85,8 +81,6 @@ const DENSIFY_COST: f64 = 0.003;
 /// a block read their cell and end: not counted, unmeasured on their own.)
 const SPARSIFY_COST: f64 = 0.005;
 
-/// The cells of a re-blocked A ([`PlanOptions::coarse_a`]): 128×128.
-const COARSE: usize = 128;
 /// See [`RouteModel`]: one `(128, 128) · (128, 256)` piece of the SpMM kernels' 128-row,
 /// 64-deep tile over a re-blocked A. Fitted on the H100 at 8192³ (perf notes v48): the route
 /// over a re-blocked 16×16 uniform 50 % A (every 128×128 cell present, 131,072 pieces) took
@@ -123,18 +117,6 @@ pub(super) fn dense_b_may_pay(hopper: bool, a: &Pattern, b: &Pattern) -> bool {
     let square = |p: &Pattern| p.block.bm == bs && p.block.bk == bs;
     let whole_warpgroups = a.block_rows().is_multiple_of((WG_M as usize / bs).max(1));
     hopper && route_model(bs).is_some() && square(a) && square(b) && whole_warpgroups
-}
-
-/// Whether A's shape allows a re-blocked copy ([`PlanOptions::coarse_a`]): rows and columns
-/// multiples of 128, blocks at most 128 high and wide.
-pub(super) fn coarse_fits(a: &Pattern) -> bool {
-    a.nrows.is_multiple_of(COARSE) && a.ncols.is_multiple_of(COARSE) && a.block.bm <= COARSE && a.block.bk <= COARSE
-}
-
-/// The re-blocked A's pattern: per group of `128 / bm` block rows of `(row_ptr, col_idx)`
-/// (blocks `bk` wide), the 128-column cells that its blocks touch, in increasing order.
-pub(super) fn coarse_pattern(row_ptr: &[u32], col_idx: &[u32], bm: usize, bk: usize) -> (Vec<u32>, Vec<u32>) {
-    group_rows(row_ptr, col_idx, COARSE / bm.max(1), |c| (c as usize * bk / COARSE) as u32)
 }
 
 /// The dense-B route's variant and modeled time ([`dense_b_pays`]): `true` for a re-blocked A
@@ -240,34 +222,8 @@ pub(super) struct DenseB {
     dense: CudaSlice<u16>,
     /// A block-sparse C's part.
     block_c: Option<BlockC>,
-    /// A re-blocked A ([`PlanOptions::coarse_a`]).
-    coarse: Option<CoarseA>,
     /// The products that write `dense` (and `block_c`'s product), one at a time.
     busy: Exclusive,
-}
-
-/// A re-blocked A ([`PlanOptions::coarse_a`]): each product copies A's blocks into the
-/// 128×128 blocks of a coarse pattern (every 128×128 cell that holds one of A's blocks), the
-/// densify kernel writing the coarse values viewed as a row-major `(blocks · 128, 128)` matrix
-/// through a cell map of that view; the SpMM plan is the coarse pattern's.
-struct CoarseA {
-    /// The coarse A, a `DeviceBsr<T>` of the plan's input type (its values the workspace the
-    /// copy writes; the products that write it hold the plan's `busy`).
-    bsr: Box<dyn Any + Send + Sync>,
-    /// `((rows / bm) · (128 / bk),)`: per `(bm, bk)` cell of the view, row-major, A's block
-    /// there or [`NO_BLOCK`].
-    cells: CudaSlice<u32>,
-    /// Rows of the view (`blocks · 128`).
-    rows: usize,
-    /// Bytes of device memory it holds (values, cell map, coarse column indices).
-    bytes: usize,
-}
-
-impl CoarseA {
-    /// The coarse A, as the plan's input type `T`.
-    fn bsr<T: InputElement>(&self) -> Result<&DeviceBsr<T>> {
-        self.bsr.downcast_ref().ok_or_else(|| Error::PlanMismatch("the plan was made for A of another element type".into()))
-    }
 }
 
 /// The dense-B route's part for a block-sparse C: the SpMM kernels write `A · B` into a
@@ -285,9 +241,9 @@ struct BlockC {
 }
 
 impl DenseB {
-    /// Whether A is re-blocked ([`PlanOptions::coarse_a`]).
+    /// Whether A is re-blocked ([`PlanOptions::coarse_a`]: the SpMM plan's copy).
     pub fn coarse_a(&self) -> bool {
-        self.coarse.is_some()
+        self.spmm.coarse_a()
     }
 
     /// The device the route lives on.
@@ -298,8 +254,7 @@ impl DenseB {
     /// Bytes of device memory the route holds (the SpMM plan's included).
     pub fn device_bytes(&self) -> usize {
         let block_c = self.block_c.as_ref().map_or(0, |c| 4 * (c.cells.len() + c.product_len));
-        let coarse = self.coarse.as_ref().map_or(0, |c| c.bytes);
-        2 * self.dense.len() + 4 * self.cells.len() + block_c + coarse + self.spmm.device_bytes()
+        2 * self.dense.len() + 4 * self.cells.len() + block_c + self.spmm.device_bytes()
     }
 }
 
@@ -316,7 +271,7 @@ impl DenseB {
 pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_c: bool, coarse: bool) -> Result<(usize, usize, usize)> {
     let fits = |elems: u64, chunk: u32, threads: u32| elems / chunk as u64 + threads as u64 <= u32::MAX as u64;
     let elems = b.nrows() as u64 * b.ncols() as u64;
-    if !fits(elems, DENSIFY_CHUNK, DENSIFY_THREADS) {
+    if !densify_fits(elems) {
         return Err(Error::TooLarge { what: "elements of B streamed dense", value: elems as usize });
     }
     let product_elems = a.nrows() as u64 * b.ncols() as u64;
@@ -328,8 +283,8 @@ pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_
     let (a_blocks, a_rows, coarse_bytes) = if coarse {
         let p = &a.pattern;
         let blocks = coarse_pattern(&p.row_ptr, &p.col_idx_host, p.block.bm, p.block.bk).1.len();
-        let elems = (blocks * COARSE * COARSE) as u64;
-        if !fits(elems, DENSIFY_CHUNK, DENSIFY_THREADS) {
+        let elems = coarse_elements(blocks) as u64;
+        if !densify_fits(elems) {
             return Err(Error::TooLarge { what: "elements of the re-blocked A", value: elems as usize });
         }
         let values = dense_len(blocks * COARSE, COARSE, a.batch, "re-blocked A")?.checked_mul(core::mem::size_of::<T>());
@@ -357,18 +312,6 @@ fn dense_len(rows: usize, cols: usize, batch: usize, what: &'static str) -> Resu
     rows.checked_mul(cols).and_then(|e| e.checked_mul(batch)).ok_or(Error::Overflow { what })
 }
 
-/// Per block cell of `p`, row-major, its block or [`NO_BLOCK`].
-fn cell_map(p: &Pattern) -> Vec<u32> {
-    let block_cols = p.block_cols();
-    let mut cells = vec![NO_BLOCK; p.block_rows() * block_cols];
-    for r in 0..p.block_rows() {
-        for q in p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize {
-            cells[r * block_cols + p.col_idx_host[q] as usize] = q as u32;
-        }
-    }
-    cells
-}
-
 impl Context {
     /// The dense-B route of a plan of `A · B`: B's cell map, the workspace, the SpMM plan of
     /// A's pattern for B's N (`opts`' SpMM knobs passed on), and for a block-sparse C with
@@ -388,21 +331,17 @@ impl Context {
             reorder_rows: opts.reorder_rows,
             skip_absent: opts.skip_absent,
             split_rows: opts.split_rows,
+            // (The route's own choice: re-blocked where its model or `opts` says so, the
+            // caller having checked that A's shape allows it.)
+            coarse_a: Some(coarse),
             ..PlanOptions::default()
         };
-        let coarse = if coarse { Some(self.coarse_a(a)?) } else { None };
         // (A block-sparse C is read only at its blocks: the SpMM plan computes only the tiles
-        // that hold one, none for a C without blocks; over a re-blocked A, C's block rows in
-        // groups of 128 rows.)
+        // that hold one, none for a C without blocks.)
         let n = b.ncols();
-        let spmm = match (&coarse, c) {
-            (Some(ca), Some(c)) => {
-                let (rp, ci) = group_rows(&c.row_ptr, &c.col_idx_host, COARSE / c.block.bm, |j| j);
-                self.plan_spmm_at_blocks(ca.bsr::<T>()?, n, &spmm_opts, (&rp, &ci, c.block.bk))?
-            }
-            (Some(ca), None) => self.plan_spmm_with(ca.bsr::<T>()?, Transpose::No, n, &spmm_opts)?,
-            (None, Some(c)) => self.plan_spmm_at_blocks(a, n, &spmm_opts, (&c.row_ptr, &c.col_idx_host, c.block.bk))?,
-            (None, None) => self.plan_spmm_with(a, Transpose::No, n, &spmm_opts)?,
+        let spmm = match c {
+            Some(c) => self.plan_spmm_at_blocks(a, n, &spmm_opts, (&c.row_ptr, &c.col_idx_host, c.block.bk))?,
+            None => self.plan_spmm_with(a, Transpose::No, n, &spmm_opts)?,
         };
         let c = c.filter(|c| c.nnzb() > 0);
         let stream = self.stream();
@@ -424,27 +363,7 @@ impl Context {
             }
             None => None,
         };
-        Ok(DenseB { spmm, cells, dense, block_c, coarse, busy: Exclusive::default() })
-    }
-
-    /// A re-blocked A for `a`'s pattern and batch ([`CoarseA`]; the caller checked
-    /// [`coarse_fits`]).
-    fn coarse_a<T: InputElement>(&self, a: &DeviceBsr<T>) -> Result<CoarseA> {
-        let p = &a.pattern;
-        let (bm, bk) = (p.block.bm, p.block.bk);
-        let (rp, ci) = coarse_pattern(&p.row_ptr, &p.col_idx_host, bm, bk);
-        let cells = coarse_view_cells(&cell_map(p), p.block_cols(), (&rp, &ci), (bm, bk));
-        let stream = self.stream();
-        let blocks = ci.len();
-        let values_len = (blocks * COARSE * COARSE).checked_mul(a.batch).ok_or(Error::Overflow { what: "re-blocked A" })?;
-        let col_idx = stream.clone_htod(if ci.is_empty() { &[0u32][..] } else { &ci })?;
-        let pattern = Pattern { nrows: p.nrows, ncols: p.ncols, block: BlockShape::square(COARSE), row_ptr: rp, col_idx_host: ci, col_idx };
-        // (Zeroed once; every product's copy writes all of it.)
-        let values = stream.alloc_zeros::<T>(values_len.max(1))?;
-        let bytes = 2 * values.len() + 4 * (cells.len() + blocks);
-        let cells = stream.clone_htod(if cells.is_empty() { &[NO_BLOCK][..] } else { &cells })?;
-        let bsr = DeviceBsr { pattern: Arc::new(pattern), values, batch: a.batch };
-        Ok(CoarseA { bsr: Box::new(bsr), cells, rows: blocks * COARSE, bytes })
+        Ok(DenseB { spmm, cells, dense, block_c, busy: Exclusive::default() })
     }
 
     /// `C = alpha · A · B + beta · C` into a dense C on the dense-B route (arguments checked by
@@ -541,8 +460,8 @@ impl Context {
         workspace.release()
     }
 
-    /// `out = alpha · A · B_dense + beta · out` on the SpMM kernels (over the re-blocked A, if
-    /// the plan has one), B's densify (and A's copy into the coarse blocks) queued once the SpMM
+    /// `out = alpha · A · B_dense + beta · out` on the SpMM kernels (which copy A into its
+    /// coarse blocks first where the SpMM plan re-blocks it), B's densify queued once the SpMM
     /// path's checks have passed (the product holds `d.busy`).
     fn spmm_dense_b<T: InputElement, O: Element>(
         &self,
@@ -553,13 +472,7 @@ impl Context {
         beta: f32,
         out: MatMut<'_, O>,
     ) -> Result<()> {
-        let densify = self.kernels.get(KernelKey {
-            op: OpKind::Densify,
-            family: KernelFamily::Portable,
-            input: DType::F16,
-            tile: 0,
-            output: DType::F16,
-        })?;
+        let densify = self.densify_kernel()?;
         let (rows, cols) = (b.nrows(), b.ncols());
         // f16 and bf16 alike: densify moves their bits (`InputElement`s are 16-bit).
         let len = d.dense.len();
@@ -571,102 +484,12 @@ impl Context {
         let stream = self.stream();
         // B dense: the plan's own buffer, its write ordered by `busy` (its guard through `&self`
         // records a read only).
-        let densify_b = || {
+        self.run_spmm(&d.spmm, alpha, a, dense, beta, out, || {
             let (out, _go) = d.dense.device_ptr(stream);
             let (cells, _gc) = d.cells.device_ptr(stream);
             self.densify(densify, b, cells, out, (rows, cols))
-        };
-        match &d.coarse {
-            None => self.run_spmm(&d.spmm, alpha, a, dense, beta, out, densify_b),
-            Some(ca) => {
-                let coarse = ca.bsr::<T>()?;
-                self.run_spmm(&d.spmm, alpha, coarse, dense, beta, out, || {
-                    densify_b()?;
-                    // A's blocks into the coarse ones (the plan's workspace, as B dense).
-                    let (out, _go) = coarse.values_ptr(stream);
-                    let (cells, _gc) = ca.cells.device_ptr(stream);
-                    self.densify(densify, a, cells, out, (ca.rows, COARSE))
-                })
-            }
-        }
+        })
     }
-
-    /// Queues the densify of `src`'s values (16-bit) into the row-major `(rows, cols)` matrix
-    /// at `out` (per matrix of the batch, `rows · cols` elements apart), through `cells`: per
-    /// `(bm, bk)` cell of it (`src`'s block shape), row-major, the block of `src` there or
-    /// [`NO_BLOCK`] (the product holds the plan's `busy`, whose workspaces `out` and `cells`
-    /// are).
-    fn densify<T: InputElement>(
-        &self,
-        kernel: &crate::kernels::Kernel,
-        src: &DeviceBsr<T>,
-        cells: u64,
-        out: u64,
-        (rows, cols): (usize, usize),
-    ) -> Result<()> {
-        let stream = self.stream();
-        let p = &src.pattern;
-        let (values, _gv) = src.values_ptr(stream);
-        let params = DensifyParams {
-            values,
-            cells,
-            out,
-            values_batch_stride: src.values_per_matrix() as u64,
-            rows: rows as u32,
-            cols: cols as u32,
-            bm_log2: p.block.bm.trailing_zeros(),
-            bn_log2: p.block.bk.trailing_zeros(),
-            batch: src.batch as u32,
-            _pad: 0,
-        };
-        let chunks = (rows * cols / DENSIFY_CHUNK as usize) as u32;
-        // SAFETY: the densify kernel's parameter block; `src`'s values are a live allocation of
-        // its pattern's blocks (`batch` matrices), `cells` names only those blocks (or
-        // NO_BLOCK) for each `(bm, bk)` cell of the `(rows, cols)` output, and `out` is a plan
-        // workspace of `batch` such matrices, exclusively this product's (`busy`): B dense, or
-        // the re-blocked A's values (its `(blocks · 128, 128)` view); one thread per 8-element
-        // chunk of a matrix (the grid's tail checks the count; fewer than 2³² chunks, checked
-        // by the planner), each 16-byte access aligned (blocks at least 16 wide, allocations
-        // and batch strides multiples of 16 bytes).
-        unsafe { launch(stream, kernel, chunks.div_ceil(DENSIFY_THREADS), params) }
-    }
-}
-
-/// The cell map of a re-blocked A's values viewed as a row-major `(blocks · 128, 128)` matrix
-/// in A's `(bm, bk)` cells: coarse block `q` at (group `g`, cell column `j`) of the coarse
-/// pattern `(row_ptr, col_idx)` holds, per cell `(r, c)` of its 128×128, A's block `(g · 128 /
-/// bm + r, j · 128 / bk + c)` from `fine` (A's cell map, `fine_cols` block columns), or
-/// [`NO_BLOCK`].
-fn coarse_view_cells(fine: &[u32], fine_cols: usize, (row_ptr, col_idx): (&[u32], &[u32]), (bm, bk): (usize, usize)) -> Vec<u32> {
-    let (per_r, per_c) = (COARSE / bm, COARSE / bk);
-    let mut cells = Vec::with_capacity(col_idx.len() * per_r * per_c);
-    for (g, w) in row_ptr.windows(2).enumerate() {
-        for &j in &col_idx[w[0] as usize..w[1] as usize] {
-            for r in 0..per_r {
-                cells.extend_from_slice(&fine[(g * per_r + r) * fine_cols + j as usize * per_c..][..per_c]);
-            }
-        }
-    }
-    cells
-}
-
-/// Per group of `per` rows of `(row_ptr, col_idx)`, the union of its rows' columns mapped by
-/// `col`, in increasing order: a `(row_ptr, col_idx)` of the groups.
-fn group_rows(row_ptr: &[u32], col_idx: &[u32], per: usize, col: impl Fn(u32) -> u32) -> (Vec<u32>, Vec<u32>) {
-    let per = per.max(1);
-    let rows = row_ptr.len().saturating_sub(1);
-    let (mut rp, mut ci) = (vec![0u32], Vec::new());
-    let mut cols = Vec::new();
-    for g in 0..rows.div_ceil(per) {
-        cols.clear();
-        let (lo, hi) = (row_ptr[g * per] as usize, row_ptr[((g + 1) * per).min(rows)] as usize);
-        cols.extend(col_idx[lo..hi].iter().map(|&c| col(c)));
-        cols.sort_unstable();
-        cols.dedup();
-        ci.extend_from_slice(&cols);
-        rp.push(ci.len() as u32);
-    }
-    (rp, ci)
 }
 
 #[cfg(test)]
@@ -685,40 +508,6 @@ mod tests {
         assert!(dense_b_fits(bytes(8192), memory));
         assert!(dense_b_fits(bytes(32768), memory));
         assert!(!dense_b_fits(bytes(65536), memory));
-    }
-
-    /// The re-blocked A: 64×64 blocks of a 256 × 384 A in 128×128 cells (2 × 3), each cell
-    /// present where one of its four blocks is, and the copy's view of each present cell
-    /// listing its four blocks row by row (NO_BLOCK where absent).
-    #[test]
-    fn the_coarse_cells_hold_a_blocks_in_order() {
-        // A's blocks (4 × 6 grid): row 0: 0, 5; row 1: 1; row 2: (none); row 3: 2, 3.
-        let mut mask = vec![false; 4 * 6];
-        for (r, c) in [(0, 0), (0, 5), (1, 1), (3, 2), (3, 3)] {
-            mask[r * 6 + c] = true;
-        }
-        let (rp, ci) = csr(&mask, 6);
-        let (crp, cci) = coarse_pattern(&rp, &ci, 64, 64);
-        assert_eq!((crp.clone(), cci.clone()), (vec![0, 2, 3], vec![0, 2, 1]));
-        let fine: Vec<u32> = {
-            let mut q = 0;
-            mask.iter()
-                .map(|&x| {
-                    if x {
-                        q += 1;
-                        q - 1
-                    } else {
-                        NO_BLOCK
-                    }
-                })
-                .collect()
-        };
-        let x = NO_BLOCK;
-        // Cells (0, 0): blocks 0, 2 of rows 0–1 → [0, x, x, 2]; (0, 2): [x, 1, x, x]; (1, 1): [x, x, 3, 4].
-        assert_eq!(coarse_view_cells(&fine, 6, (&crp, &cci), (64, 64)), [0, x, x, 2, x, 1, x, x, x, x, 3, 4]);
-        // 16×16 blocks: one coarse cell per 8 × 8 of them.
-        let (crp, cci) = coarse_pattern(&[0, 1, 1, 2], &[3, 9], 16, 16);
-        assert_eq!((crp, cci), (vec![0, 2], vec![0, 1]));
     }
 
     /// A block-sparse C costs the route only the N tiles of each group of rows that hold one of
