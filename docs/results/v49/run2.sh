@@ -6,6 +6,8 @@
 set -uo pipefail
 # shellcheck source=tools/device-prelude.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../../tools/device-prelude.sh"
+step val_reblocked "$XTASK" validate --path hopper --no-examples --filter reblocked
+step val_spgemm "$XTASK" validate --path hopper --no-examples --filter spgemm
 cp target/carry/torch_tuned.json "$LOGS/torch_tuned.json"
 for bs in 16 32; do
     step "masks_peers_$bs" "$XTASK" bench --masks --blocks "$bs" --seed 777 --peers --transposed --warmup-ms 4000 --peer-cache "$LOGS/torch_tuned.json" --json "$LOGS/masks_peers_$bs.json"
