@@ -1388,6 +1388,17 @@ fn error_kind(e: &blocksparse::Error) -> &'static str {
     }
 }
 
+/// Each call's typed error against the one expected (`(what, result, error kind)`): the calls
+/// that got another result, or none.
+fn expect_errors(checks: &[(&str, blocksparse::Result<()>, &str)]) -> Result<(), String> {
+    let wrong: Vec<String> = checks
+        .iter()
+        .filter(|(_, got, want)| got.as_ref().err().map(error_kind) != Some(*want))
+        .map(|(what, got, want)| format!("{what}: {want} expected, got {got:?}"))
+        .collect();
+    if wrong.is_empty() { Ok(()) } else { Err(wrong.join("; ")) }
+}
+
 /// The label of [`spgemm_value_types`] (`--filter spgemm` selects it).
 const SPGEMM_TYPES: &str = "spgemm: plans made with f16 values run bf16 ones of the same patterns (records, B dense)";
 
@@ -1761,14 +1772,7 @@ fn spgemm_errors(ctx: &Context, seed: u64) -> (bool, String) {
             ("spgemm_bsr: beta infinite", ctx.spgemm_bsr(&product, 1.0, &a, &b, f32::INFINITY, &mut c_prod), "NotFinite"),
             ("spgemm_output: a dense plan", ctx.spgemm_output::<f32>(&dense).map(drop), "PlanMismatch"),
         ];
-        let wrong: Vec<String> = checks
-            .iter()
-            .filter(|(_, got, want)| got.as_ref().err().map(error_kind) != Some(*want))
-            .map(|(what, got, want)| format!("{what}: {want} expected, got {got:?}"))
-            .collect();
-        if !wrong.is_empty() {
-            return Err(wrong.join("; "));
-        }
+        expect_errors(&checks)?;
         let untouched = |v: Vec<f32>| v.iter().all(|&x| x == sentinel);
         if !(untouched(ctx.download_matrix(&c).map_err(e)?)
             && untouched(ctx.download_matrix(&c_wide).map_err(e)?)
@@ -1779,6 +1783,100 @@ fn spgemm_errors(ctx: &Context, seed: u64) -> (bool, String) {
             return Err("an output was written by a call that failed".into());
         }
         Ok(format!("{} invalid calls rejected with their typed errors, outputs untouched", checks.len()))
+    };
+    match run() {
+        Ok(d) => (true, d),
+        Err(d) => (false, d),
+    }
+}
+
+/// The label of [`reblocked_checks`] (`--filter reblocked` selects it).
+const SPMM_REBLOCKED: &str = "spmm reblocked: typed errors before launch, C untouched; bf16 values on an f16 plan; two streams";
+
+/// A re-blocked SpMM plan (`PlanOptions::coarse_a`, 32×32 causal A, made with f16 values)
+/// rejects, before any launch and leaving C as it was: A of another pattern object, the plan of
+/// a dense × sparse product, op(B) of another height, a NaN alpha. It runs bf16 values of the
+/// same pattern object (its coarse blocks hold 16-bit bits of either type), against the f64
+/// reference. And its coarse workspace is the plan's, one product at a time: two products of
+/// the plan with different A values, queued on two streams back to back, give what each gives
+/// alone, bit for bit, and the first the f64 reference's.
+fn reblocked_checks(ctx: &Context, seed: u64) -> (bool, String) {
+    let run = || -> Result<String, String> {
+        let e = |e: blocksparse::Error| e.to_string();
+        let mut rng = seeded_rng(seed);
+        let (m, k, n, bs) = (1024usize, 1024usize, 512usize, 32usize);
+        let mask = MaskFamily::Causal.mask(m / bs, k / bs, &mut rng);
+        let nnzb = mask.iter().filter(|&&x| x).count();
+        let a_host =
+            Bsr::from_block_mask(m, k, BlockShape::square(bs), &mask, random_values::<f16>(nnzb * bs * bs, &mut rng)).map_err(e)?;
+        let a = ctx.upload_bsr(&a_host).map_err(e)?;
+        let a_again = ctx.upload_bsr(&a_host).map_err(e)?;
+        let a_bf_host =
+            Bsr::from_block_mask(m, k, BlockShape::square(bs), &mask, random_values::<bf16>(nnzb * bs * bs, &mut rng)).map_err(e)?;
+        let mut a_bf = ctx.zeros_bsr_like::<bf16, f16>(&a, 1).map_err(e)?;
+        ctx.update_values(&mut a_bf, a_bf_host.values()).map_err(e)?;
+        let mut a2 = ctx.zeros_bsr_like::<f16, f16>(&a, 1).map_err(e)?;
+        ctx.update_values(&mut a2, &random_values::<f16>(nnzb * bs * bs, &mut rng)).map_err(e)?;
+        let opts = PlanOptions { coarse_a: Some(true), ..Default::default() };
+        let plan = ctx.plan_spmm_with(&a, Transpose::No, n, &opts).map_err(e)?;
+        let xs = ctx.plan_dense_sparse_with(&a, Transpose::No, n, &opts).map_err(e)?;
+        if !plan.coarse_a() || !xs.coarse_a() {
+            return Err("coarse_a Some(true) on a 1024² A: the plan is not re-blocked".into());
+        }
+        let b_host = random_values::<f16>(k * n, &mut rng);
+        let b = ctx.upload_matrix(k, n, &b_host).map_err(e)?;
+        let b_bf_host = random_values::<bf16>(k * n, &mut rng);
+        let b_bf = ctx.upload_matrix(k, n, &b_bf_host).map_err(e)?;
+        let b_short = ctx.upload_matrix(k - bs, n, &random_values::<f16>((k - bs) * n, &mut rng)).map_err(e)?;
+        let sentinel = 3.25f32;
+        let mut c = ctx.upload_matrix(m, n, &vec![sentinel; m * n]).map_err(e)?;
+        let checks: Vec<(&str, blocksparse::Result<()>, &str)> = vec![
+            ("A of another pattern object", ctx.spmm(&plan, 1.0, &a_again, &b, 0.0, &mut c), "PlanMismatch"),
+            ("a dense x sparse plan", ctx.spmm(&xs, 1.0, &a, &b, 0.0, &mut c), "PlanMismatch"),
+            ("op(B) of another height", ctx.spmm(&plan, 1.0, &a, &b_short, 0.0, &mut c), "ShapeMismatch"),
+            ("alpha NaN", ctx.spmm(&plan, f32::NAN, &a, &b, 0.0, &mut c), "NotFinite"),
+        ];
+        expect_errors(&checks)?;
+        if !ctx.download_matrix(&c).map_err(e)?.iter().all(|&x| x == sentinel) {
+            return Err("C was written by a call that failed".into());
+        }
+        // Each product alone, then both queued at once on two streams.
+        let alone = |a: &DeviceBsr<f16>| -> Result<Vec<f32>, String> {
+            let mut c = ctx.upload_matrix(m, n, &vec![f32::NAN; m * n]).map_err(e)?;
+            ctx.spmm(&plan, 1.0, a, &b, 0.0, &mut c).map_err(e)?;
+            ctx.download_matrix(&c).map_err(e)
+        };
+        let (want1, want2) = (alone(&a)?, alone(&a2)?);
+        let other = ctx.with_stream(ctx.cuda().new_stream().map_err(|x| x.to_string())?).map_err(e)?;
+        let mut c1 = ctx.upload_matrix(m, n, &vec![f32::NAN; m * n]).map_err(e)?;
+        let mut c2 = other.upload_matrix(m, n, &vec![f32::NAN; m * n]).map_err(e)?;
+        ctx.synchronize().map_err(e)?;
+        other.synchronize().map_err(e)?;
+        ctx.spmm(&plan, 1.0, &a, &b, 0.0, &mut c1).map_err(e)?;
+        other.spmm(&plan, 1.0, &a2, &b, 0.0, &mut c2).map_err(e)?;
+        let (got1, got2) = (ctx.download_matrix(&c1).map_err(e)?, other.download_matrix(&c2).map_err(e)?);
+        let same = |x: &[f32], y: &[f32]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+        if !(same(&got1, &want1) && same(&got2, &want2)) {
+            return Err("two products of one re-blocked plan on two streams differ from each alone".into());
+        }
+        // The first product against the f64 reference (its result is the others', bit for bit).
+        let zeros = vec![0.0f32; m * n];
+        let want = spmm_reference(1.0, &a_host, Transpose::No, HostMat::row_major(&b_host, k, n), 0.0, HostMat::row_major(&zeros, m, n));
+        let err = rel_error(got1.iter().map(|&x| x as f64), &want);
+        // The f16 plan over bf16 values.
+        let mut c_bf = ctx.upload_matrix(m, n, &vec![f32::NAN; m * n]).map_err(e)?;
+        ctx.spmm(&plan, 1.0, &a_bf, &b_bf, 0.0, &mut c_bf).map_err(e)?;
+        let got_bf = ctx.download_matrix(&c_bf).map_err(e)?;
+        let want_bf =
+            spmm_reference(1.0, &a_bf_host, Transpose::No, HostMat::row_major(&b_bf_host, k, n), 0.0, HostMat::row_major(&zeros, m, n));
+        let err_bf = rel_error(got_bf.iter().map(|&x| x as f64), &want_bf);
+        if err >= 1e-2 || err_bf >= 1e-2 {
+            return Err(format!("rel. error {err:.2e} (f16), {err_bf:.2e} (bf16) against the f64 reference"));
+        }
+        Ok(format!(
+            "{} invalid calls rejected, C untouched; bf16 rel. err {err_bf:.2e}; two streams bit for bit, rel. err {err:.2e}",
+            checks.len()
+        ))
     };
     match run() {
         Ok(d) => (true, d),
@@ -1876,6 +1974,9 @@ pub fn run(args: Args) -> Result<bool, String> {
     }
     if args.filter.as_deref().is_none_or(|f| SPGEMM_TYPES.contains(f)) {
         report(SPGEMM_TYPES, spgemm_value_types(&ctx, seed ^ 4, args.tol));
+    }
+    if args.filter.as_deref().is_none_or(|f| SPMM_REBLOCKED.contains(f)) {
+        report(SPMM_REBLOCKED, reblocked_checks(&ctx, seed ^ 6));
     }
     if args.filter.as_deref().is_none_or(|f| SPGEMM_GATHER.contains(f)) {
         report(SPGEMM_GATHER, spgemm_gather(&ctx, seed ^ 5));

@@ -72,8 +72,9 @@ pub struct PlanOptions {
     /// Non-finite values: a merged tile multiplies explicit zeros where a row lacks a block of
     /// the union, so an Inf or NaN in op(B)'s rows of that block column makes NaN (0 · Inf)
     /// in the merged rows that lack it, where an unmerged plan leaves them finite. With
-    /// operands that may hold Inf or NaN, plan with `Some(1)` (which the default's re-blocked
-    /// A, [`PlanOptions::coarse_a`], respects: it re-blocks only where no merge is given).
+    /// operands that may hold Inf or NaN, plan with `Some(1)` (for SpMM and dense × sparse it
+    /// also keeps A as stored, [`PlanOptions::coarse_a`], whose default re-blocks only where no
+    /// merge is given; BSR × BSR's dense-B route takes `coarse_a: Some(false)` for that).
     ///
     /// [`Error::UnsupportedMerge`]: crate::Error::UnsupportedMerge
     pub merge_rows: Option<u32>,
@@ -187,17 +188,14 @@ pub struct PlanOptions {
     /// pattern's plan, whose 128-row blocks do not merge); `Some(false)`: never.
     /// [`SpmmPlan::coarse_a`] and [`SpgemmPlan::coarse_a`] say what the plan does.
     ///
-    /// A re-blocked plan holds the coarse blocks in the element type it was made for: its
-    /// products take A of that type ([`Error::PlanMismatch`] otherwise, before anything is
-    /// launched; a plan of A as stored serves f16 and bf16 operands of its pattern alike). It
-    /// holds `128² · cells · batch` elements of device memory ([`SpmmPlan::device_bytes`]),
-    /// and serves one product at a time (a product queued on another stream waits for the
-    /// previous one). Non-finite values: an Inf or NaN in op(B) (or op(X)) then also meets the
+    /// A re-blocked plan holds `128² · cells · batch` 16-bit elements of device memory
+    /// ([`SpmmPlan::device_bytes`]; it serves f16 and bf16 operands of its pattern alike, as a
+    /// plan of A as stored does), and one product at a time (a product queued on another
+    /// stream waits for the previous one). Non-finite values: an Inf or NaN in op(B) (or op(X)) then also meets the
     /// zeros that fill A's 128×128 cells (NaN in C elements that no block of A reaches), as
     /// [`PlanOptions::merge_rows`] says of merged plans; with operands that may hold Inf or
     /// NaN, plan with `Some(false)` (and `merge_rows: Some(1)`).
     ///
-    /// [`Error::PlanMismatch`]: crate::Error::PlanMismatch
     /// [`SpmmPlan::coarse_a`]: crate::SpmmPlan::coarse_a
     /// [`SpmmPlan::device_bytes`]: crate::SpmmPlan::device_bytes
     /// [`SpgemmPlan::coarse_a`]: crate::SpgemmPlan::coarse_a

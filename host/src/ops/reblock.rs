@@ -10,7 +10,6 @@
 //! ```
 //! Also here: the densify launch itself (BSR × BSR's dense B uses it too) and A's cell map.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use blocksparse_abi::{DENSIFY_CHUNK, DENSIFY_THREADS, DensifyParams, KernelFamily, NO_BLOCK, OpKind};
@@ -51,48 +50,52 @@ pub(crate) fn coarse_elements(blocks: usize) -> usize {
 }
 
 /// Per group of `per` rows of `(row_ptr, col_idx)`, the union of its rows' columns mapped by
-/// `col`, in increasing order: a `(row_ptr, col_idx)` of the groups.
+/// `col`, in increasing order: a `(row_ptr, col_idx)` of the groups. (Each mapped column is
+/// listed once per group through a stamp of the last group that listed it, one word per
+/// column up to the largest mapped one, and only the group's distinct columns are sorted.)
 pub(crate) fn group_rows(row_ptr: &[u32], col_idx: &[u32], per: usize, col: impl Fn(u32) -> u32) -> (Vec<u32>, Vec<u32>) {
     let per = per.max(1);
     let rows = row_ptr.len().saturating_sub(1);
     let (mut rp, mut ci) = (vec![0u32], Vec::new());
-    let mut cols = Vec::new();
+    // Per mapped column, 1 + the last group that listed it (0: none yet).
+    let mut stamp: Vec<usize> = Vec::new();
     for g in 0..rows.div_ceil(per) {
-        cols.clear();
+        let start = ci.len();
         let (lo, hi) = (row_ptr[g * per] as usize, row_ptr[((g + 1) * per).min(rows)] as usize);
-        cols.extend(col_idx[lo..hi].iter().map(|&c| col(c)));
-        cols.sort_unstable();
-        cols.dedup();
-        ci.extend_from_slice(&cols);
+        for &c in &col_idx[lo..hi] {
+            let m = col(c);
+            let at = m as usize;
+            if at >= stamp.len() {
+                stamp.resize(at + 1, 0);
+            }
+            if stamp[at] != g + 1 {
+                stamp[at] = g + 1;
+                ci.push(m);
+            }
+        }
+        ci[start..].sort_unstable();
         rp.push(ci.len() as u32);
     }
     (rp, ci)
 }
 
-/// Per block cell of `p`, row-major, its block or [`NO_BLOCK`].
-pub(crate) fn cell_map(p: &Pattern) -> Vec<u32> {
-    let block_cols = p.block_cols();
-    let mut cells = vec![NO_BLOCK; p.block_rows() * block_cols];
-    for r in 0..p.block_rows() {
-        for q in p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize {
-            cells[r * block_cols + p.col_idx_host[q] as usize] = q as u32;
-        }
-    }
-    cells
-}
-
 /// The cell map of a re-blocked A's values viewed as a row-major `(blocks · 128, 128)` matrix
 /// in A's `(bm, bk)` cells: coarse block `q` at (group `g`, cell column `j`) of the coarse
 /// pattern `(row_ptr, col_idx)` holds, per cell `(r, c)` of its 128×128, A's block `(g · 128 /
-/// bm + r, j · 128 / bk + c)` from `fine` (A's cell map, `fine_cols` block columns), or
-/// [`NO_BLOCK`].
-fn coarse_view_cells(fine: &[u32], fine_cols: usize, (row_ptr, col_idx): (&[u32], &[u32]), (bm, bk): (usize, usize)) -> Vec<u32> {
+/// bm + r, j · 128 / bk + c)` of A's pattern `fine` (`(row_ptr, col_idx)`), or [`NO_BLOCK`].
+/// Walks A's blocks, each finding its coarse block in its group's sorted cells: memory of the
+/// coarse cells only, whatever A's block grid.
+fn coarse_view_cells((fine_rp, fine_ci): (&[u32], &[u32]), (row_ptr, col_idx): (&[u32], &[u32]), (bm, bk): (usize, usize)) -> Vec<u32> {
     let (per_r, per_c) = (COARSE / bm, COARSE / bk);
-    let mut cells = Vec::with_capacity(col_idx.len() * per_r * per_c);
-    for (g, w) in row_ptr.windows(2).enumerate() {
-        for &j in &col_idx[w[0] as usize..w[1] as usize] {
-            for r in 0..per_r {
-                cells.extend_from_slice(&fine[(g * per_r + r) * fine_cols + j as usize * per_c..][..per_c]);
+    let mut cells = vec![NO_BLOCK; col_idx.len() * per_r * per_c];
+    for (r, w) in fine_rp.windows(2).enumerate() {
+        let g = r / per_r;
+        let (lo, hi) = (row_ptr[g] as usize, row_ptr[g + 1] as usize);
+        for (q, &c) in fine_ci.iter().enumerate().take(w[1] as usize).skip(w[0] as usize) {
+            let c = c as usize;
+            // (The coarse pattern holds every cell one of A's blocks touches.)
+            if let Ok(at) = col_idx[lo..hi].binary_search(&((c / per_c) as u32)) {
+                cells[((lo + at) * per_r + r % per_r) * per_c + c % per_c] = q as u32;
             }
         }
     }
@@ -105,13 +108,16 @@ pub(crate) fn densify_fits(elems: u64) -> bool {
     elems / DENSIFY_CHUNK as u64 + DENSIFY_THREADS as u64 <= u32::MAX as u64
 }
 
-/// A re-blocked A, held by the SpMM plan that streams it: the coarse BSR (its values the
-/// workspace each product's copy writes), the copy's cell map, and the products that write it,
+/// A re-blocked A, held by the SpMM plan that streams it: the coarse pattern, its values (the
+/// workspace each product's copy writes, 16-bit elements moved as bits: a plan serves f16 and
+/// bf16 operands of its pattern alike), the copy's cell map, and the products that write it,
 /// one at a time.
 pub(crate) struct CoarseA {
-    /// The coarse A, a `DeviceBsr<T>` of the plan's input type (its values the workspace the
-    /// copy writes; the products that write it hold `busy`).
-    bsr: Box<dyn Any + Send + Sync>,
+    /// The coarse pattern: 128×128 blocks, A's shape.
+    pub pattern: Arc<Pattern>,
+    /// `(batch, blocks · 128, 128)`: the coarse blocks' values, written by each product's copy
+    /// (the products that write them hold `busy`).
+    pub values: CudaSlice<u16>,
     /// `((rows / bm) · (128 / bk),)`: per `(bm, bk)` cell of the view, row-major, A's block
     /// there or [`NO_BLOCK`].
     cells: CudaSlice<u32>,
@@ -124,17 +130,16 @@ pub(crate) struct CoarseA {
 }
 
 impl CoarseA {
-    /// The coarse A, as the plan's input type `T`.
-    pub fn bsr<T: InputElement>(&self) -> Result<&DeviceBsr<T>> {
-        self.bsr.downcast_ref().ok_or_else(|| Error::PlanMismatch("the plan was made for A of another element type".into()))
+    /// Values per matrix of the batch.
+    pub fn values_per_matrix(&self) -> usize {
+        coarse_elements(self.pattern.nnzb())
     }
 }
 
 impl Context {
-    /// A re-blocked A for `a`'s pattern and batch ([`CoarseA`]; [`Error::TooLarge`] where the
-    /// densify kernel cannot cover one matrix of it; the caller checked [`coarse_fits`]).
-    pub(crate) fn coarse_a<T: InputElement>(&self, a: &DeviceBsr<T>) -> Result<CoarseA> {
-        let p = &a.pattern;
+    /// A re-blocked A for the pattern `p` and `batch` ([`CoarseA`]; [`Error::TooLarge`] where
+    /// the densify kernel cannot cover one matrix of it; the caller checked [`coarse_fits`]).
+    pub(crate) fn coarse_a(&self, p: &Pattern, batch: usize) -> Result<CoarseA> {
         let (bm, bk) = (p.block.bm, p.block.bk);
         let (rp, ci) = coarse_pattern(&p.row_ptr, &p.col_idx_host, bm, bk);
         let blocks = ci.len();
@@ -142,17 +147,16 @@ impl Context {
         if !densify_fits(elems as u64) {
             return Err(Error::TooLarge { what: "elements of the re-blocked A", value: elems });
         }
-        let cells = coarse_view_cells(&cell_map(p), p.block_cols(), (&rp, &ci), (bm, bk));
+        let cells = coarse_view_cells((&p.row_ptr, &p.col_idx_host), (&rp, &ci), (bm, bk));
         let stream = self.stream();
-        let values_len = elems.checked_mul(a.batch).ok_or(Error::Overflow { what: "re-blocked A" })?;
+        let values_len = elems.checked_mul(batch).ok_or(Error::Overflow { what: "re-blocked A" })?;
         let col_idx = stream.clone_htod(if ci.is_empty() { &[0u32][..] } else { &ci })?;
         let pattern = Pattern { nrows: p.nrows, ncols: p.ncols, block: BlockShape::square(COARSE), row_ptr: rp, col_idx_host: ci, col_idx };
         // (Zeroed once; every product's copy writes all of it.)
-        let values = stream.alloc_zeros::<T>(values_len.max(1))?;
-        let bytes = core::mem::size_of::<T>() * values.len() + 4 * (cells.len() + blocks);
+        let values = stream.alloc_zeros::<u16>(values_len.max(1))?;
+        let bytes = 2 * values.len() + 4 * (cells.len() + blocks);
         let cells = stream.clone_htod(if cells.is_empty() { &[NO_BLOCK][..] } else { &cells })?;
-        let bsr = DeviceBsr { pattern: Arc::new(pattern), values, batch: a.batch };
-        Ok(CoarseA { bsr: Box::new(bsr), cells, rows: blocks * COARSE, bytes, busy: Exclusive::default() })
+        Ok(CoarseA { pattern: Arc::new(pattern), values, cells, rows: blocks * COARSE, bytes, busy: Exclusive::default() })
     }
 
     /// The densify kernel (16-bit elements moved as bits: f16 and bf16 alike).
@@ -164,11 +168,10 @@ impl Context {
     /// product holds `coarse.busy`).
     pub(crate) fn copy_into_coarse<T: InputElement>(&self, coarse: &CoarseA, a: &DeviceBsr<T>) -> Result<()> {
         let kernel = self.densify_kernel()?;
-        let bsr = coarse.bsr::<T>()?;
         let stream = self.stream();
         // The coarse values: the plan's own buffer, its write ordered by `busy` (its guard
         // through `&self` records a read only).
-        let (out, _go) = bsr.values_ptr(stream);
+        let (out, _go) = coarse.values.device_ptr(stream);
         let (cells, _gc) = coarse.cells.device_ptr(stream);
         self.densify(kernel, a, cells, out, (coarse.rows, COARSE))
     }
@@ -233,24 +236,74 @@ mod tests {
         let (rp, ci) = csr(&mask, 6);
         let (crp, cci) = coarse_pattern(&rp, &ci, 64, 64);
         assert_eq!((crp.clone(), cci.clone()), (vec![0, 2, 3], vec![0, 2, 1]));
-        let fine: Vec<u32> = {
-            let mut q = 0;
-            mask.iter()
-                .map(|&x| {
-                    if x {
-                        q += 1;
-                        q - 1
-                    } else {
-                        NO_BLOCK
-                    }
-                })
-                .collect()
-        };
         let x = NO_BLOCK;
         // Cells (0, 0): blocks 0, 2 of rows 0–1 → [0, x, x, 2]; (0, 2): [x, 1, x, x]; (1, 1): [x, x, 3, 4].
-        assert_eq!(coarse_view_cells(&fine, 6, (&crp, &cci), (64, 64)), [0, x, x, 2, x, 1, x, x, x, x, 3, 4]);
+        assert_eq!(coarse_view_cells((&rp, &ci), (&crp, &cci), (64, 64)), [0, x, x, 2, x, 1, x, x, x, x, 3, 4]);
         // 16×16 blocks: one coarse cell per 8 × 8 of them.
         let (crp, cci) = coarse_pattern(&[0, 1, 1, 2], &[3, 9], 16, 16);
         assert_eq!((crp, cci), (vec![0, 2], vec![0, 1]));
+    }
+
+    /// [`coarse_view_cells`] against the cells read off A's whole cell map, on random patterns of
+    /// every block shape from 16 to 128 (empty rows and a last group short of 128 rows
+    /// included).
+    #[test]
+    fn the_coarse_cells_are_a_cell_maps_view() {
+        use blocksparse_testkit::testgen::{exact_mask, seeded_rng};
+        let seed: u64 = rand::random();
+        let mut rng = seeded_rng(seed);
+        for bm in [16usize, 32, 64, 128] {
+            for bk in [16usize, 32, 64, 128] {
+                let (rows, cols) = (3 * COARSE / bm + 1, 2 * COARSE / bk);
+                let (rp, ci) = csr(&exact_mask(rows, cols, 0.2, &mut rng), cols);
+                let (crp, cci) = coarse_pattern(&rp, &ci, bm, bk);
+                let (per_r, per_c) = (COARSE / bm, COARSE / bk);
+                let mut fine = vec![NO_BLOCK; rows * cols];
+                for r in 0..rows {
+                    for q in rp[r] as usize..rp[r + 1] as usize {
+                        fine[r * cols + ci[q] as usize] = q as u32;
+                    }
+                }
+                let mut want = Vec::new();
+                for (g, w) in crp.windows(2).enumerate() {
+                    for &j in &cci[w[0] as usize..w[1] as usize] {
+                        for r in 0..per_r {
+                            let row = g * per_r + r;
+                            want.extend((0..per_c).map(|c| if row < rows { fine[row * cols + j as usize * per_c + c] } else { NO_BLOCK }));
+                        }
+                    }
+                }
+                assert_eq!(coarse_view_cells((&rp, &ci), (&crp, &cci), (bm, bk)), want, "seed {seed}: {bm}x{bk}");
+            }
+        }
+    }
+
+    /// [`group_rows`] against sorting and deduplicating each group's mapped columns, on random
+    /// rows (empty ones included), every group size and a last group short of it.
+    #[test]
+    fn grouped_rows_are_each_groups_sorted_union() {
+        use blocksparse_testkit::testgen::{exact_mask, seeded_rng};
+        let seed: u64 = rand::random();
+        let mut rng = seeded_rng(seed);
+        for (rows, cols, density) in [(37usize, 50usize, 0.2), (64, 9, 0.5), (5, 300, 0.05), (1, 1, 1.0), (12, 40, 0.0)] {
+            let (rp, ci) = csr(&exact_mask(rows, cols, density, &mut rng), cols);
+            for per in [1usize, 2, 3, 8, 64] {
+                for shift in [0u32, 2, 3] {
+                    let want = {
+                        let (mut wrp, mut wci) = (vec![0u32], Vec::new());
+                        for g in 0..rows.div_ceil(per) {
+                            let (lo, hi) = (rp[g * per] as usize, rp[((g + 1) * per).min(rows)] as usize);
+                            let mut cols: Vec<u32> = ci[lo..hi].iter().map(|&c| c >> shift).collect();
+                            cols.sort_unstable();
+                            cols.dedup();
+                            wci.extend(cols);
+                            wrp.push(wci.len() as u32);
+                        }
+                        (wrp, wci)
+                    };
+                    assert_eq!(group_rows(&rp, &ci, per, |c| c >> shift), want, "seed {seed}: {rows}x{cols}, per {per}, shift {shift}");
+                }
+            }
+        }
     }
 }

@@ -28,7 +28,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::reblock::{COARSE, cell_map, coarse_elements, coarse_fits, coarse_pattern, densify_fits};
+use super::reblock::{COARSE, coarse_elements, coarse_fits, coarse_pattern, densify_fits};
 use super::spmm::{SpmmPlan, live_cells};
 use super::{PlanOptions, Transpose};
 use crate::context::Context;
@@ -310,6 +310,18 @@ pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_
 /// Elements of a `(batch, rows, cols)` workspace.
 fn dense_len(rows: usize, cols: usize, batch: usize, what: &'static str) -> Result<usize> {
     rows.checked_mul(cols).and_then(|e| e.checked_mul(batch)).ok_or(Error::Overflow { what })
+}
+
+/// Per block cell of `p`, row-major, its block or [`NO_BLOCK`].
+fn cell_map(p: &Pattern) -> Vec<u32> {
+    let block_cols = p.block_cols();
+    let mut cells = vec![NO_BLOCK; p.block_rows() * block_cols];
+    for r in 0..p.block_rows() {
+        for q in p.row_ptr[r] as usize..p.row_ptr[r + 1] as usize {
+            cells[r * block_cols + p.col_idx_host[q] as usize] = q as u32;
+        }
+    }
+    cells
 }
 
 impl Context {

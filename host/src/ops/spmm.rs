@@ -58,6 +58,14 @@ struct SparseOp {
     n: usize,
 }
 
+/// The sparse operand a plan is made for: its pattern object and batch (the plan serves its
+/// products whatever their values and 16-bit element type).
+#[derive(Clone, Copy)]
+struct Operand<'a> {
+    pattern: &'a Arc<Pattern>,
+    batch: usize,
+}
+
 /// The only blocks of C that an SpMM plan's tiles must cover (`(row_ptr, col_idx, bn)`, see
 /// [`Context::plan_spmm_at_blocks`]), or `None` for all of C.
 type CBlocks<'a> = Option<(&'a [u32], &'a [u32], usize)>;
@@ -301,8 +309,10 @@ struct Decision {
     /// whether the merged part runs it.
     split: Option<(Costed, Vec<bool>)>,
     order: Order,
-    /// The model's cost of the plan kept (the split's, where one is).
-    total: f64,
+    /// The model's cost of the plan kept (the split's, where one is) with its parts on a
+    /// shallow Hopper tile weighed by [`shallow_time`]: the cost on the scale of the 64-deep
+    /// tile, which a re-blocked plan runs on.
+    deep_total: f64,
 }
 
 impl Decision {
@@ -452,7 +462,15 @@ fn choose_plan(
     let split = split.filter(|s| opts.split_rows == Some(true) || s.2 < SPLIT_GAIN * best.total);
     let total = split.as_ref().map_or(best.total, |s| s.2);
     let split = split.map(|(ci, take, _)| (merged_costed.swap_remove(ci), take));
-    Ok(Decision { best, split, order, total })
+    // (A split's unmerged part runs the base tile: only its merged groups are weighed.)
+    let deep_total = match &split {
+        None => best.total * shallow_time(best.choice),
+        Some((c, take)) => {
+            let merged: f64 = c.groups.iter().zip(take).filter(|(_, t)| **t).map(|(g, _)| g).sum();
+            total + merged * (shallow_time(c.choice) - 1.0) + (total - merged) * (shallow_time(base) - 1.0)
+        }
+    };
+    Ok(Decision { best, split, order, deep_total })
 }
 
 impl Context {
@@ -464,7 +482,7 @@ impl Context {
 
     /// As [`Context::plan_spmm`], with tuning options.
     pub fn plan_spmm_with<T: InputElement>(&self, a: &DeviceBsr<T>, op_a: Transpose, n: usize, opts: &PlanOptions) -> Result<SpmmPlan> {
-        self.plan_sparse::<T>(a, SparseOp { op_a, side: Side::Left, kernel_op: op_a, n }, (opts, None))
+        self.plan_sparse::<T>(self.operand(a)?, SparseOp { op_a, side: Side::Left, kernel_op: op_a, n }, (opts, None))
     }
 
     /// Plans `C = alpha · op(X) · op(A) + beta · C` (dense × sparse) for `a`'s pattern and
@@ -482,7 +500,7 @@ impl Context {
         opts: &PlanOptions,
     ) -> Result<SpmmPlan> {
         // Cᵀ = op(A)ᵀ · op(X)ᵀ: the kernel streams the other op of A.
-        self.plan_sparse::<T>(a, SparseOp { op_a, side: Side::Right, kernel_op: op_a.flip(), n: m }, (opts, None))
+        self.plan_sparse::<T>(self.operand(a)?, SparseOp { op_a, side: Side::Right, kernel_op: op_a.flip(), n: m }, (opts, None))
     }
 
     /// The SpMM plan of `C = alpha · A · B + beta · C` (as [`Context::plan_spmm_with`], A not
@@ -504,21 +522,30 @@ impl Context {
                 a.pattern.block_rows()
             )));
         }
-        self.plan_sparse::<T>(a, SparseOp { op_a: Transpose::No, side: Side::Left, kernel_op: Transpose::No, n }, (opts, Some(c)))
+        self.plan_sparse::<T>(
+            self.operand(a)?,
+            SparseOp { op_a: Transpose::No, side: Side::Left, kernel_op: Transpose::No, n },
+            (opts, Some(c)),
+        )
+    }
+
+    /// `a` as a plan's operand, on this context's device.
+    fn operand<'a, T>(&self, a: &'a DeviceBsr<T>) -> Result<Operand<'a>> {
+        self.same_device("A", a.values.ordinal())?;
+        Ok(Operand { pattern: &a.pattern, batch: a.batch })
     }
 
     /// The plan of an SpMM-like op; `c_blocks` (`Side::Left`, A streamed as stored): the only
     /// blocks of C that are read ([`Context::plan_spmm_at_blocks`]).
-    fn plan_sparse<T: InputElement>(&self, a: &DeviceBsr<T>, op: SparseOp, (opts, c_blocks): (&PlanOptions, CBlocks)) -> Result<SpmmPlan> {
+    fn plan_sparse<T: InputElement>(&self, a: Operand, op: SparseOp, (opts, c_blocks): (&PlanOptions, CBlocks)) -> Result<SpmmPlan> {
         let SparseOp { op_a, side, kernel_op, n } = op;
         check_dim("dense dimension of the product", n)?;
         // (C's blocks are C's rows as A streams them: `A · B`.)
         debug_assert!(c_blocks.is_none() || (side == Side::Left && kernel_op == Transpose::No));
-        self.same_device("A", a.values.ordinal())?;
-        let pat = &a.pattern;
+        let pat = a.pattern;
         let block = pat.block;
         if opts.coarse_a == Some(true) && coarse_fits(pat) {
-            return self.plan_reblocked(a, op, (opts, c_blocks));
+            return self.plan_reblocked::<T>(a, op, (opts, c_blocks));
         }
         // Rows of one block and its K extent, as the kernel streams A.
         let (rb, kb, k_total) = match kernel_op {
@@ -554,8 +581,12 @@ impl Context {
             }
             e => e,
         })?;
-        if self.reblock_pays::<T>(a, kernel_op, n, opts, &decision) {
-            return self.plan_reblocked(a, op, (opts, c_blocks));
+        // (Should the re-blocked plan fail to be made, e.g. its workspace not fit the device
+        // memory left, A as stored still serves.)
+        if self.reblock_pays::<T>(a, kernel_op, n, opts, &decision)
+            && let Ok(plan) = self.plan_reblocked::<T>(a, op, (opts, c_blocks))
+        {
+            return Ok(plan);
         }
         let Decision { best, split, order, .. } = decision;
         let rows = row_ptr.len().saturating_sub(1);
@@ -655,17 +686,18 @@ impl Context {
     /// ([`PlanOptions::coarse_a`]; the caller checked [`coarse_fits`]): the coarse copy's
     /// workspace and the plan of its pattern (`opts`' other knobs applied to it), C's blocks
     /// `c_blocks` in groups of `128 / bm` rows.
-    fn plan_reblocked<T: InputElement>(
-        &self,
-        a: &DeviceBsr<T>,
-        op: SparseOp,
-        (opts, c_blocks): (&PlanOptions, CBlocks),
-    ) -> Result<SpmmPlan> {
-        let coarse = self.coarse_a(a)?;
+    fn plan_reblocked<T: InputElement>(&self, a: Operand, op: SparseOp, (opts, c_blocks): (&PlanOptions, CBlocks)) -> Result<SpmmPlan> {
+        let coarse = self.coarse_a(a.pattern, a.batch)?;
         let grouped = c_blocks.map(|(rp, ci, bn)| (group_rows(rp, ci, COARSE / a.pattern.block.bm, |j| j), bn));
         let c = grouped.as_ref().map(|((rp, ci), bn)| (&rp[..], &ci[..], *bn));
         let inner = PlanOptions { coarse_a: Some(false), ..*opts };
-        let mut plan = self.plan_sparse::<T>(coarse.bsr::<T>()?, op, (&inner, c))?;
+        let mut plan =
+            self.plan_sparse::<T>(Operand { pattern: &coarse.pattern, batch: a.batch }, op, (&inner, c)).map_err(|e| match e {
+                Error::UnsupportedMerge { rows, why } => {
+                    Error::UnsupportedMerge { rows, why: format!("{why} (A re-blocked into 128x128 blocks: PlanOptions::coarse_a)") }
+                }
+                e => e,
+            })?;
         plan.pattern = a.pattern.clone();
         plan.coarse = Some(coarse);
         Ok(plan)
@@ -676,19 +708,13 @@ impl Context {
     /// allowing it and the 128-row Hopper tile there, the coarse workspace within
     /// [`REBLOCK_MEMORY_SHARE`] of the device's memory, and the model's cost of the 128-row
     /// tile over the coarse pattern's stream plus the copy ([`COPY_BYTES_PER_ELEMENT`] per
-    /// element written) below the decision's cost times its tile's [`shallow_time`].
-    fn reblock_pays<T: InputElement>(
-        &self,
-        a: &DeviceBsr<T>,
-        kernel_op: Transpose,
-        n: usize,
-        opts: &PlanOptions,
-        decision: &Decision,
-    ) -> bool {
+    /// element written) below the decision's cost with its shallow parts times their tile's
+    /// [`shallow_time`] ([`Decision::deep_total`]).
+    fn reblock_pays<T: InputElement>(&self, a: Operand, kernel_op: Transpose, n: usize, opts: &PlanOptions, decision: &Decision) -> bool {
         let asked = opts.merge_rows.is_some() || opts.reorder_rows.is_some() || opts.skip_absent.is_some() || opts.split_rows.is_some();
-        let factor = shallow_time(decision.tile());
-        let pat = &a.pattern;
-        if opts.coarse_a.is_some() || asked || factor <= 1.0 || !coarse_fits(pat) || pat.nnzb() == 0 {
+        let shallow = shallow_time(decision.tile()) > 1.0;
+        let pat = a.pattern;
+        if opts.coarse_a.is_some() || asked || !shallow || !coarse_fits(pat) || pat.nnzb() == 0 {
             return false;
         }
         let Some(tile) = wgmma_tile_index(COARSE as u32) else {
@@ -706,8 +732,8 @@ impl Context {
             (n, core::mem::size_of::<T>()),
             choice,
         );
-        let bytes = elems.saturating_mul(a.batch).saturating_mul(core::mem::size_of::<T>());
-        densify_fits(elems as u64) && bytes <= self.memory_bytes() / REBLOCK_MEMORY_SHARE && cost < decision.total * factor
+        let bytes = elems.saturating_mul(a.batch).saturating_mul(2);
+        densify_fits(elems as u64) && bytes <= self.memory_bytes() / REBLOCK_MEMORY_SHARE && cost < decision.deep_total
     }
 
     /// One part of an SpMM plan over the tile rows `row_ptr` delimits (`live_kidx`: their
@@ -719,7 +745,7 @@ impl Context {
     #[allow(clippy::too_many_arguments)]
     fn spmm_part<T: InputElement>(
         &self,
-        a: &DeviceBsr<T>,
+        a: Operand,
         (n, kb, k_total): (usize, usize, usize),
         opts: &PlanOptions,
         choice: TileChoice,
@@ -974,15 +1000,16 @@ impl Context {
         expect_batch(if sparse_left { "op(B)" } else { "op(X)" }, plan.batch, bs.batch)?;
         expect_batch("C", plan.batch, cs.batch)?;
 
-        // A re-blocked plan's kernels stream its coarse copy of A (written below, once every
-        // check has passed): from here on `a` is the A the kernels read.
-        let (a_stored, a) = match &plan.coarse {
-            Some(coarse) => (a, coarse.bsr::<T>()?),
-            None => (a, a),
-        };
-        let pat = &a.pattern;
-        let block = pat.block;
         let stream = self.stream();
+        // The operand the kernels stream: A, or a re-blocked plan's coarse copy of it (written
+        // below, once every check has passed; 16-bit values, read as `T`): its pattern, its
+        // values' address (the guard held until every launch is queued, as below) and its
+        // values per matrix.
+        let (pat, (a_values, _ga), a_batch_stride) = match &plan.coarse {
+            Some(coarse) => (&*coarse.pattern, coarse.values.device_ptr(stream), coarse.values_per_matrix()),
+            None => (&*a.pattern, a.values_ptr(stream), a.values_per_matrix()),
+        };
+        let block = pat.block;
         let mut common = 0;
         if plan.kernel_op == Transpose::Yes {
             common |= flags::A_MN_MAJOR | flags::A_PERMUTED;
@@ -995,10 +1022,9 @@ impl Context {
         }
         let (ldb, k32) = (to_u32("ldb", bs.ld)?, to_u32("K", k)?);
         // Device addresses, their guards held until every part's launches (the fix-ups'
-        // included) are queued: read intent (`DevicePtr`) for A, op(B) and the plan, write intent
-        // (`DevicePtrMut`) for C, so that cudarc orders later work on other streams after our
-        // reads and writes.
-        let (a_values, _ga) = a.values_ptr(stream);
+        // included) are queued: read intent (`DevicePtr`) for A (above), op(B) and the plan,
+        // write intent (`DevicePtrMut`) for C, so that cudarc orders later work on other streams
+        // after our reads and writes.
         let (b_ptr, _gb) = b.device_ptr(stream);
         let (c_ptr, _gc) = c.device_ptr_mut(stream);
         // (C's rows and columns are M and N: checked above.)
@@ -1023,7 +1049,13 @@ impl Context {
                         // A box of whole map rows: a K-major block (bm rows), or ks rows of one
                         // for Aᵀ.
                         let rows = if plan.kernel_op == Transpose::No { block.bm } else { t.ks as usize };
-                        a.values_map(a_values, PACKED_ROW as usize, [PACKED_ROW, (rows * block.bk / PACKED_ROW as usize) as u32], false)?
+                        pat.values_map::<T>(
+                            a.batch,
+                            a_values,
+                            PACKED_ROW as usize,
+                            [PACKED_ROW, (rows * block.bk / PACKED_ROW as usize) as u32],
+                            false,
+                        )?
                     } else {
                         let a_box = match plan.kernel_op {
                             Transpose::Yes if t.ks < WG_K => [block.bk as u32, t.ks],
@@ -1033,7 +1065,7 @@ impl Context {
                         };
                         // Swizzled, but K-major A taken through registers (Aᵀ through registers,
                         // blocks wider than ks, is read swizzled by `ldmatrix.trans`).
-                        a.values_map(a_values, block.bk, a_box, !t.a_regs || plan.kernel_op == Transpose::Yes)?
+                        pat.values_map::<T>(a.batch, a_values, block.bk, a_box, !t.a_regs || plan.kernel_op == Transpose::Yes)?
                     };
                     // B: (ks, 64) boxes, rows along N (row-major) or along K (column-major).
                     let b_box = if bs.layout == Layout::RowMajor { [BOX, t.ks] } else { [t.ks, BOX] };
@@ -1050,7 +1082,7 @@ impl Context {
         let coarse_use = plan.coarse.as_ref().map(|c| c.busy.acquire(self.cuda(), stream, true)).transpose()?;
         before()?;
         if let Some(coarse) = &plan.coarse {
-            self.copy_into_coarse(coarse, a_stored)?;
+            self.copy_into_coarse(coarse, a)?;
         }
         // The parts write disjoint rows of C, one after the other.
         for (part, ((kernel, fixup), maps)) in plan.parts.iter().zip(ready) {
@@ -1083,7 +1115,7 @@ impl Context {
                 kidx,
                 perm,
                 b: b_ptr,
-                a_batch_stride: a.values_per_matrix() as u64,
+                a_batch_stride: a_batch_stride as u64,
                 b_batch_stride: bs.batch_stride as u64,
                 ldb,
                 k: k32,
@@ -1247,9 +1279,8 @@ mod tests {
         let d = choose_plan(&hopper_candidates(bs as u32, nb), &stream.0, &stream.1, (bs, bs, 8192, 2), &PlanOptions::default()).unwrap();
         let deep = TileChoice { family: KernelFamily::Hopper, tile: wgmma_tile_index(128).unwrap() };
         let (cost, _) = reblocked_cost((&row_ptr, &col_idx), (bs, bs), 8192, kernel_op, (8192, 2), deep);
-        let factor = shallow_time(d.tile());
-        let ratio = cost / (d.total * factor);
-        (factor > 1.0 && ratio < 1.0, ratio)
+        let ratio = cost / d.deep_total;
+        (shallow_time(d.tile()) > 1.0 && ratio < 1.0, ratio)
     }
 
     /// The default re-blocks the causal, sliding-window (±8) and block-diagonal masks at 16×16
