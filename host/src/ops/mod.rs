@@ -67,7 +67,10 @@ pub struct PlanOptions {
     /// With 16- and 32-row blocks, whose wgmma tiles outrun the small portable ones, it also
     /// merges where the union is full enough: random masks from about 23 % of the blocks at
     /// 16×16 and 30 % at 32×32 (by the model; measured faster at 25 % and 50 %), and
-    /// BigBird-like at 32×32. It does not merge rows that share few columns.
+    /// BigBird-like at 32×32. It does not merge rows that share few columns. Where the merged
+    /// rows' unions fill A's 128×128 cells (the structured masks at 16×16 and 32×32, random
+    /// ones from about 23 % at 16×16 and 46 % at 32×32), the default re-blocks A instead
+    /// ([`PlanOptions::coarse_a`]).
     ///
     /// Non-finite values: a merged tile multiplies explicit zeros where a row lacks a block of
     /// the union, so an Inf or NaN in op(B)'s rows of that block column makes NaN (0 · Inf)
