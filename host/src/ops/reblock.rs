@@ -8,7 +8,7 @@
 //! for coarse block q at (group g, cell column j), r < 128/bm, c < 128/bk:
 //!     coarse[q][r·bm .. r·bm + bm][c·bk .. c·bk + bk] = A's block (g·128/bm + r, j·128/bk + c), or zeros
 //! ```
-//! Also here: the densify launch itself (BSR × BSR's dense B uses it too) and A's cell map.
+//! Also here: the densify launch itself (BSR × BSR's dense B uses it too).
 
 use std::sync::Arc;
 
@@ -94,7 +94,9 @@ fn coarse_view_cells((fine_rp, fine_ci): (&[u32], &[u32]), (row_ptr, col_idx): (
         for (q, &c) in fine_ci.iter().enumerate().take(w[1] as usize).skip(w[0] as usize) {
             let c = c as usize;
             // (The coarse pattern holds every cell one of A's blocks touches.)
-            if let Ok(at) = col_idx[lo..hi].binary_search(&((c / per_c) as u32)) {
+            let found = col_idx[lo..hi].binary_search(&((c / per_c) as u32));
+            debug_assert!(found.is_ok(), "block {q}'s cell is not in the coarse pattern");
+            if let Ok(at) = found {
                 cells[((lo + at) * per_r + r % per_r) * per_c + c % per_c] = q as u32;
             }
         }

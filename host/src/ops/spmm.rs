@@ -248,6 +248,13 @@ fn reblocked_cost(
     (tile_cost(&stream_rows, COARSE as u32, choice, n, elem) + COPY_BYTES_PER_ELEMENT * elems as f64, elems)
 }
 
+/// Whether a plan's failure is its size's (a workspace or index range too large, the device
+/// memory exhausted): the default then keeps A as stored instead of re-blocking it.
+fn is_size_error(e: &Error) -> bool {
+    matches!(e, Error::TooLarge { .. } | Error::Overflow { .. } | Error::Allocation { .. })
+        || matches!(e, Error::Driver(d) if d.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)
+}
+
 /// The transposed pattern: `col_ptr` (block columns + 1), and per position in column order the
 /// block row and the block.
 fn transpose_pattern(p: &Pattern) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
@@ -467,7 +474,7 @@ fn choose_plan(
         None => best.total * shallow_time(best.choice),
         Some((c, take)) => {
             let merged: f64 = c.groups.iter().zip(take).filter(|(_, t)| **t).map(|(g, _)| g).sum();
-            total + merged * (shallow_time(c.choice) - 1.0) + (total - merged) * (shallow_time(base) - 1.0)
+            merged * shallow_time(c.choice) + (total - merged) * shallow_time(base)
         }
     };
     Ok(Decision { best, split, order, deep_total })
@@ -581,12 +588,14 @@ impl Context {
             }
             e => e,
         })?;
-        // (Should the re-blocked plan fail to be made, e.g. its workspace not fit the device
-        // memory left, A as stored still serves.)
-        if self.reblock_pays::<T>(a, kernel_op, n, opts, &decision)
-            && let Ok(plan) = self.plan_reblocked::<T>(a, op, (opts, c_blocks))
-        {
-            return Ok(plan);
+        // (Should the re-blocked plan not fit, its workspace too large for the device memory
+        // left, A as stored still serves; any other error is the call's.)
+        if self.reblock_pays::<T>(a, kernel_op, n, opts, &decision) {
+            match self.plan_reblocked::<T>(a, op, (opts, c_blocks)) {
+                Ok(plan) => return Ok(plan),
+                Err(e) if is_size_error(&e) => {}
+                Err(e) => return Err(e),
+            }
         }
         let Decision { best, split, order, .. } = decision;
         let rows = row_ptr.len().saturating_sub(1);
@@ -1133,7 +1142,7 @@ impl Context {
                 None => {
                     // SAFETY: the parameter block is the kernel's (shared abi type); every pointer
                     // is a live allocation of the size the checks above established, guarded
-                    // until the launch is queued; the part's items index only blocks of `a` and
+                    // until the launch is queued; the part's items index only blocks of the streamed operand (A, or its coarse copy) and
                     // tiles of C.
                     unsafe { launch(stream, kernel, part.device.grid, params) }?;
                 }
@@ -1286,7 +1295,7 @@ mod tests {
     /// The default re-blocks the causal, sliding-window (±8) and block-diagonal masks at 16×16
     /// and 32×32, streamed as A and as Aᵀ: their merged shallow plans stream A's 128×128
     /// cells whole, which the deep tile runs faster (by less than [`SHALLOW_TIME`] only by the
-    /// copy); not BigBird-like, heavy-tailed, top-16 and uniform masks, whose blocks leave
+    /// copy); not BigBird-like, heavy-tailed, top-16 and uniform 12.5 % masks, whose blocks leave
     /// most of their cells' zeros (random masks at 12.5 % run unmerged on the portable tiles).
     #[test]
     fn the_structured_masks_go_reblocked() {
