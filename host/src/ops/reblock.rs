@@ -49,6 +49,19 @@ pub(crate) fn coarse_elements(blocks: usize) -> usize {
     blocks * COARSE * COARSE
 }
 
+/// Device bytes of a re-blocked copy of `blocks` coarse blocks over A's `(bm, bk)` blocks, for
+/// `batch` matrices, counted before anything is allocated: `(values, cell map and column
+/// indices)` (what [`CoarseA`] holds). [`Error::TooLarge`] where the densify kernel cannot
+/// cover one matrix of it ([`densify_fits`]).
+pub(crate) fn coarse_bytes(blocks: usize, (bm, bk): (usize, usize), batch: usize) -> Result<(usize, usize)> {
+    let elems = coarse_elements(blocks);
+    if !densify_fits(elems as u64) {
+        return Err(Error::TooLarge { what: "elements of the re-blocked A", value: elems });
+    }
+    let values = elems.checked_mul(batch).and_then(|e| e.checked_mul(2)).ok_or(Error::Overflow { what: "re-blocked A" })?;
+    Ok((values, 4 * blocks * (COARSE / bm) * (COARSE / bk) + 4 * blocks))
+}
+
 /// Per group of `per` rows of `(row_ptr, col_idx)`, the union of its rows' columns mapped by
 /// `col`, in increasing order: a `(row_ptr, col_idx)` of the groups. (Each mapped column is
 /// listed once per group through a stamp of the last group that listed it, one word per
@@ -139,24 +152,20 @@ impl CoarseA {
 }
 
 impl Context {
-    /// A re-blocked A for the pattern `p` and `batch` ([`CoarseA`]; [`Error::TooLarge`] where
-    /// the densify kernel cannot cover one matrix of it; the caller checked [`coarse_fits`]).
+    /// A re-blocked A for the pattern `p` and `batch` ([`CoarseA`]; errors as [`coarse_bytes`];
+    /// the caller checked [`coarse_fits`]).
     pub(crate) fn coarse_a(&self, p: &Pattern, batch: usize) -> Result<CoarseA> {
         let (bm, bk) = (p.block.bm, p.block.bk);
         let (rp, ci) = coarse_pattern(&p.row_ptr, &p.col_idx_host, bm, bk);
         let blocks = ci.len();
-        let elems = coarse_elements(blocks);
-        if !densify_fits(elems as u64) {
-            return Err(Error::TooLarge { what: "elements of the re-blocked A", value: elems });
-        }
+        let (values_bytes, index_bytes) = coarse_bytes(blocks, (bm, bk), batch)?;
         let cells = coarse_view_cells((&p.row_ptr, &p.col_idx_host), (&rp, &ci), (bm, bk));
         let stream = self.stream();
-        let values_len = elems.checked_mul(batch).ok_or(Error::Overflow { what: "re-blocked A" })?;
         let col_idx = stream.clone_htod(if ci.is_empty() { &[0u32][..] } else { &ci })?;
         let pattern = Pattern { nrows: p.nrows, ncols: p.ncols, block: BlockShape::square(COARSE), row_ptr: rp, col_idx_host: ci, col_idx };
         // (Zeroed once; every product's copy writes all of it.)
-        let values = stream.alloc_zeros::<u16>(values_len.max(1))?;
-        let bytes = 2 * values.len() + 4 * (cells.len() + blocks);
+        let values = stream.alloc_zeros::<u16>((values_bytes / 2).max(1))?;
+        let bytes = 2 * values.len() + index_bytes;
         let cells = stream.clone_htod(if cells.is_empty() { &[NO_BLOCK][..] } else { &cells })?;
         Ok(CoarseA { pattern: Arc::new(pattern), values, cells, rows: blocks * COARSE, bytes, busy: Exclusive::default() })
     }

@@ -28,7 +28,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::reblock::{COARSE, coarse_elements, coarse_fits, coarse_pattern, densify_fits};
+use super::reblock::{COARSE, coarse_bytes, coarse_fits, coarse_pattern, densify_fits};
 use super::spmm::{SpmmPlan, live_cells};
 use super::{PlanOptions, Transpose};
 use crate::context::Context;
@@ -283,13 +283,7 @@ pub(super) fn dense_b_device_bytes<T>(a: &DeviceBsr<T>, b: &DeviceBsr<T>, block_
     let (a_blocks, a_rows, coarse_bytes) = if coarse {
         let p = &a.pattern;
         let blocks = coarse_pattern(&p.row_ptr, &p.col_idx_host, p.block.bm, p.block.bk).1.len();
-        let elems = coarse_elements(blocks) as u64;
-        if !densify_fits(elems) {
-            return Err(Error::TooLarge { what: "elements of the re-blocked A", value: elems as usize });
-        }
-        let values = dense_len(blocks * COARSE, COARSE, a.batch, "re-blocked A")?.checked_mul(core::mem::size_of::<T>());
-        let cells = 4 * blocks * (COARSE / p.block.bm) * (COARSE / p.block.bk) + 4 * blocks;
-        (blocks, p.nrows / COARSE, values.map(|v| (v, cells)))
+        (blocks, p.nrows / COARSE, Some(coarse_bytes(blocks, (p.block.bm, p.block.bk), a.batch)?))
     } else {
         (a.nnzb(), a.pattern.block_rows(), Some((0, 0)))
     };

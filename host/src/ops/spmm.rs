@@ -29,7 +29,7 @@ use blocksparse_abi::{
 };
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::reblock::{COARSE, CoarseA, coarse_elements, coarse_fits, coarse_pattern, densify_fits, group_rows};
+use super::reblock::{COARSE, CoarseA, coarse_bytes, coarse_elements, coarse_fits, coarse_pattern, group_rows};
 use super::{PlanOptions, TileChoice, Transpose, c_store_map_rows, check_dim, check_scalars, dense_out, expect, expect_batch, to_u32};
 use crate::context::Context;
 use crate::device_bsr::{DeviceBsr, Pattern};
@@ -217,7 +217,7 @@ impl SpmmPlan {
 }
 
 /// The SpMM model's cost of a plan over A re-blocked into 128×128 blocks
-/// ([`PlanOptions::coarse_a`]), and the elements of one matrix's coarse blocks: `choice`'s
+/// ([`PlanOptions::coarse_a`]), and its coarse blocks per matrix: `choice`'s
 /// 128-row tile over the coarse pattern of A's `(row_ptr, col_idx)` (`(bm, bk)` blocks over
 /// `k` columns) as the kernel streams it (its block rows, or for Aᵀ its block columns), `n`
 /// columns of `elem`-byte values ([`tile_cost`]), plus the copy ([`COPY_BYTES_PER_ELEMENT`]
@@ -231,21 +231,25 @@ fn reblocked_cost(
     choice: TileChoice,
 ) -> (f64, usize) {
     let (rp, ci) = coarse_pattern(row_ptr, col_idx, bm, bk);
-    let elems = coarse_elements(ci.len());
     let stream_rows = match kernel_op {
         Transpose::No => rp,
-        Transpose::Yes => {
-            let mut col_ptr = vec![0u32; k.div_ceil(COARSE) + 1];
-            for &c in &ci {
-                col_ptr[c as usize + 1] += 1;
-            }
-            for c in 1..col_ptr.len() {
-                col_ptr[c] += col_ptr[c - 1];
-            }
-            col_ptr
-        }
+        Transpose::Yes => column_ptr(&ci, k.div_ceil(COARSE)),
     };
-    (tile_cost(&stream_rows, COARSE as u32, choice, n, elem) + COPY_BYTES_PER_ELEMENT * elems as f64, elems)
+    let copy = COPY_BYTES_PER_ELEMENT * coarse_elements(ci.len()) as f64;
+    (tile_cost(&stream_rows, COARSE as u32, choice, n, elem) + copy, ci.len())
+}
+
+/// Per column of `cols` (and one more), where a column-by-column order of the blocks whose
+/// column indices are `col_idx` starts it: a transposed pattern's `col_ptr`.
+fn column_ptr(col_idx: &[u32], cols: usize) -> Vec<u32> {
+    let mut col_ptr = vec![0u32; cols + 1];
+    for &c in col_idx {
+        col_ptr[c as usize + 1] += 1;
+    }
+    for c in 0..cols {
+        col_ptr[c + 1] += col_ptr[c];
+    }
+    col_ptr
 }
 
 /// Whether a plan's failure is its size's (a workspace or index range too large, the device
@@ -258,14 +262,7 @@ fn is_size_error(e: &Error) -> bool {
 /// The transposed pattern: `col_ptr` (block columns + 1), and per position in column order the
 /// block row and the block.
 fn transpose_pattern(p: &Pattern) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
-    let cols = p.block_cols();
-    let mut col_ptr = vec![0u32; cols + 1];
-    for &c in &p.col_idx_host {
-        col_ptr[c as usize + 1] += 1;
-    }
-    for c in 0..cols {
-        col_ptr[c + 1] += col_ptr[c];
-    }
+    let col_ptr = column_ptr(&p.col_idx_host, p.block_cols());
     let mut next = col_ptr.clone();
     let mut rows = vec![0u32; p.nnzb()];
     let mut perm = vec![0u32; p.nnzb()];
@@ -733,7 +730,7 @@ impl Context {
         if !self.kernels.has(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile, output: T::DTYPE }) {
             return false;
         }
-        let (cost, elems) = reblocked_cost(
+        let (cost, blocks) = reblocked_cost(
             (&pat.row_ptr, &pat.col_idx_host),
             (pat.block.bm, pat.block.bk),
             pat.ncols,
@@ -741,8 +738,9 @@ impl Context {
             (n, core::mem::size_of::<T>()),
             choice,
         );
-        let bytes = elems.saturating_mul(a.batch).saturating_mul(2);
-        densify_fits(elems as u64) && bytes <= self.memory_bytes() / REBLOCK_MEMORY_SHARE && cost < decision.deep_total
+        let fits = coarse_bytes(blocks, (pat.block.bm, pat.block.bk), a.batch)
+            .is_ok_and(|(values, _)| values <= self.memory_bytes() / REBLOCK_MEMORY_SHARE);
+        fits && cost < decision.deep_total
     }
 
     /// One part of an SpMM plan over the tile rows `row_ptr` delimits (`live_kidx`: their
@@ -1142,8 +1140,8 @@ impl Context {
                 None => {
                     // SAFETY: the parameter block is the kernel's (shared abi type); every pointer
                     // is a live allocation of the size the checks above established, guarded
-                    // until the launch is queued; the part's items index only blocks of the streamed operand (A, or its coarse copy) and
-                    // tiles of C.
+                    // until the launch is queued; the part's items index only blocks of the
+                    // streamed operand (A, or its coarse copy) and tiles of C.
                     unsafe { launch(stream, kernel, part.device.grid, params) }?;
                 }
                 Some((tmap_a, tmap_b, tmap_c)) => {
