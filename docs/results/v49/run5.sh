@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# v49, fifth call: main after the second review (host-only changes to the planner's fallback
-# and comments): the re-blocked cases and check on each path, the SpGEMM cases and checks on
-# the Hopper path.
+# v49, fifth call (main after the second review), and sixth (after the read-through's host-only
+# column_ptr and coarse_bytes): the re-blocked cases and check on each path, the SpGEMM cases
+# and checks on the Hopper path.
 set -uo pipefail
 # shellcheck source=tools/device-prelude.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../../tools/device-prelude.sh"
