@@ -12,13 +12,4 @@ step val_hopper "$XTASK" validate --path hopper --no-examples
 step memcheck_reblocked sanitize memcheck hopper reblocked
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
 cat "$LOGS/summary.txt"
-python3 - "$LOGS" <<'PY'
-import json, statistics, sys
-d = sys.argv[1]
-runs = {k: [json.load(open(f"{d}/{k}{r}.json"))["rows"] for r in (1, 2, 3)] for k in ("old", "new")}
-print(f"{'block':>5} {'pattern':<12} {'kernel':<22} {'old ms (3 runs)':>24} {'new ms (3 runs)':>24} {'old/new':>7}")
-for i, row in enumerate(runs["old"][0]):
-    o = [r[i]["ms"] for r in runs["old"]]; n = [r[i]["ms"] for r in runs["new"]]
-    print(f"{row['block']:>5} {row['pattern']:<12} {row['kernel']:<22} {' '.join(f'{x:.4f}' for x in o):>24} "
-          f"{' '.join(f'{x:.4f}' for x in n):>24} {statistics.median(o) / statistics.median(n):7.3f}")
-PY
+python3 "$(dirname "${BASH_SOURCE[0]}")/compare.py" "$LOGS" 3
