@@ -242,6 +242,15 @@ pub(crate) mod tests {
         (rp, ci)
     }
 
+    /// CSR of a `rows × cols` block grid holding the blocks at `at` (row, column).
+    pub(crate) fn csr_at(rows: usize, cols: usize, at: &[(usize, usize)]) -> (Vec<u32>, Vec<u32>) {
+        let mut mask = vec![false; rows * cols];
+        for &(r, c) in at {
+            mask[r * cols + c] = true;
+        }
+        csr(&mask, cols)
+    }
+
     /// The plan by brute force over the dense block grids.
     fn reference(am: &[bool], bm: &[bool], mask: Option<&[bool]>, (mb, kb, nb): (usize, usize, usize)) -> PairPlan {
         let index = |m: &[bool], cols: usize, r: usize, c: usize| m[..r * cols + c].iter().filter(|&&x| x).count() as u32;

@@ -232,7 +232,7 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pairs::tests::csr;
+    use crate::pairs::tests::{csr, csr_at};
 
     /// The re-blocked A: 64×64 blocks of a 256 × 384 A in 128×128 cells (2 × 3), each cell
     /// present where one of its four blocks is, and the copy's view of each present cell
@@ -240,11 +240,7 @@ mod tests {
     #[test]
     fn the_coarse_cells_hold_a_blocks_in_order() {
         // A's blocks (4 × 6 grid): row 0: 0, 5; row 1: 1; row 2: (none); row 3: 2, 3.
-        let mut mask = vec![false; 4 * 6];
-        for (r, c) in [(0, 0), (0, 5), (1, 1), (3, 2), (3, 3)] {
-            mask[r * 6 + c] = true;
-        }
-        let (rp, ci) = csr(&mask, 6);
+        let (rp, ci) = csr_at(4, 6, &[(0, 0), (0, 5), (1, 1), (3, 2), (3, 3)]);
         let (crp, cci) = coarse_pattern(&rp, &ci, 64, 64);
         assert_eq!((crp.clone(), cci.clone()), (vec![0, 2, 3], vec![0, 2, 1]));
         let x = NO_BLOCK;

@@ -1231,7 +1231,7 @@ pub(crate) fn dense_map<T: Element>(ptr: u64, s: &MatShape, boxdim: [u32; 2]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pairs::tests::csr;
+    use crate::pairs::tests::{csr, csr_at};
     use blocksparse_testkit::testgen::{MaskFamily, seeded_rng};
 
     /// The candidates the Hopper module offers a stream of `rows` rows of `bs`-row blocks (as
@@ -1329,11 +1329,7 @@ mod tests {
     /// than a tile makes every tile it crosses live; places past the last row hold nothing.
     #[test]
     fn live_cells_follow_the_rows_of_each_place() {
-        let mut mask = vec![false; 6 * 7];
-        for (r, c) in [(0, 0), (2, 3), (3, 6), (4, 1), (4, 2)] {
-            mask[r * 7 + c] = true;
-        }
-        let (rp, ci) = csr(&mask, 7);
+        let (rp, ci) = csr_at(6, 7, &[(0, 0), (2, 3), (3, 6), (4, 1), (4, 2)]);
         let order = [5usize, 0, 3, 1, 4, 2];
         // 32-column blocks, 224 columns in tiles of 64: the last tile half past C's columns.
         let live = live_cells((&rp, &ci, 32), 4, 2, |p| order.get(p).copied(), 224, 64);
