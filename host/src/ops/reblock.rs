@@ -153,10 +153,11 @@ impl CoarseA {
 
 impl Context {
     /// A re-blocked A for the pattern `p` and `batch` ([`CoarseA`]; errors as [`coarse_bytes`];
-    /// the caller checked [`coarse_fits`]).
-    pub(crate) fn coarse_a(&self, p: &Pattern, batch: usize) -> Result<CoarseA> {
+    /// the caller checked [`coarse_fits`]). `coarse`: `p`'s [`coarse_pattern`] where the
+    /// caller has it.
+    pub(crate) fn coarse_a(&self, p: &Pattern, batch: usize, coarse: Option<(Vec<u32>, Vec<u32>)>) -> Result<CoarseA> {
         let (bm, bk) = (p.block.bm, p.block.bk);
-        let (rp, ci) = coarse_pattern(&p.row_ptr, &p.col_idx_host, bm, bk);
+        let (rp, ci) = coarse.unwrap_or_else(|| coarse_pattern(&p.row_ptr, &p.col_idx_host, bm, bk));
         let blocks = ci.len();
         let (values_bytes, index_bytes) = coarse_bytes(blocks, (bm, bk), batch)?;
         let cells = coarse_view_cells((&p.row_ptr, &p.col_idx_host), (&rp, &ci), (bm, bk));

@@ -217,7 +217,7 @@ impl SpmmPlan {
 }
 
 /// The SpMM model's cost of a plan over A re-blocked into 128×128 blocks
-/// ([`PlanOptions::coarse_a`]), and its coarse blocks per matrix: `choice`'s
+/// ([`PlanOptions::coarse_a`]), and the coarse pattern it costed ([`coarse_pattern`]): `choice`'s
 /// 128-row tile over the coarse pattern of A's `(row_ptr, col_idx)` (`(bm, bk)` blocks over
 /// `k` columns) as the kernel streams it (its block rows, or for Aᵀ its block columns), `n`
 /// columns of `elem`-byte values ([`tile_cost`]), plus the copy ([`COPY_BYTES_PER_ELEMENT`]
@@ -229,14 +229,18 @@ fn reblocked_cost(
     kernel_op: Transpose,
     (n, elem): (usize, usize),
     choice: TileChoice,
-) -> (f64, usize) {
+) -> (f64, (Vec<u32>, Vec<u32>)) {
     let (rp, ci) = coarse_pattern(row_ptr, col_idx, bm, bk);
+    let col_ptr;
     let stream_rows = match kernel_op {
-        Transpose::No => rp,
-        Transpose::Yes => column_ptr(&ci, k.div_ceil(COARSE)),
+        Transpose::No => &rp,
+        Transpose::Yes => {
+            col_ptr = column_ptr(&ci, k.div_ceil(COARSE));
+            &col_ptr
+        }
     };
     let copy = COPY_BYTES_PER_ELEMENT * coarse_elements(ci.len()) as f64;
-    (tile_cost(&stream_rows, COARSE as u32, choice, n, elem) + copy, ci.len())
+    (tile_cost(stream_rows, COARSE as u32, choice, n, elem) + copy, (rp, ci))
 }
 
 /// Per column of `cols` (and one more), where a column-by-column order of the blocks whose
@@ -549,7 +553,7 @@ impl Context {
         let pat = a.pattern;
         let block = pat.block;
         if opts.coarse_a == Some(true) && coarse_fits(pat) {
-            return self.plan_reblocked::<T>(a, op, (opts, c_blocks));
+            return self.plan_reblocked::<T>(a, op, (opts, c_blocks), None);
         }
         // Rows of one block and its K extent, as the kernel streams A.
         let (rb, kb, k_total) = match kernel_op {
@@ -587,8 +591,8 @@ impl Context {
         })?;
         // (Should the re-blocked plan not fit, its workspace too large for the device memory
         // left, A as stored still serves; any other error is the call's.)
-        if self.reblock_pays::<T>(a, kernel_op, n, opts, &decision) {
-            match self.plan_reblocked::<T>(a, op, (opts, c_blocks)) {
+        if let Some(coarse) = self.reblock_pays::<T>(a, kernel_op, n, opts, &decision) {
+            match self.plan_reblocked::<T>(a, op, (opts, c_blocks), Some(coarse)) {
                 Ok(plan) => return Ok(plan),
                 Err(e) if is_size_error(&e) => {}
                 Err(e) => return Err(e),
@@ -691,9 +695,16 @@ impl Context {
     /// The plan of an SpMM-like op over A re-blocked into 128×128 blocks
     /// ([`PlanOptions::coarse_a`]; the caller checked [`coarse_fits`]): the coarse copy's
     /// workspace and the plan of its pattern (`opts`' other knobs applied to it), C's blocks
-    /// `c_blocks` in groups of `128 / bm` rows.
-    fn plan_reblocked<T: InputElement>(&self, a: Operand, op: SparseOp, (opts, c_blocks): (&PlanOptions, CBlocks)) -> Result<SpmmPlan> {
-        let coarse = self.coarse_a(a.pattern, a.batch)?;
+    /// `c_blocks` in groups of `128 / bm` rows. `coarse`: A's coarse pattern where the caller
+    /// has it ([`coarse_pattern`]).
+    fn plan_reblocked<T: InputElement>(
+        &self,
+        a: Operand,
+        op: SparseOp,
+        (opts, c_blocks): (&PlanOptions, CBlocks),
+        coarse: Option<(Vec<u32>, Vec<u32>)>,
+    ) -> Result<SpmmPlan> {
+        let coarse = self.coarse_a(a.pattern, a.batch, coarse)?;
         let grouped = c_blocks.map(|(rp, ci, bn)| (group_rows(rp, ci, COARSE / a.pattern.block.bm, |j| j), bn));
         let c = grouped.as_ref().map(|((rp, ci), bn)| (&rp[..], &ci[..], *bn));
         let inner = PlanOptions { coarse_a: Some(false), ..*opts };
@@ -715,22 +726,27 @@ impl Context {
     /// [`REBLOCK_MEMORY_SHARE`] of the device's memory, and the model's cost of the 128-row
     /// tile over the coarse pattern's stream plus the copy ([`COPY_BYTES_PER_ELEMENT`] per
     /// element written) below the decision's cost with its shallow parts times their tile's
-    /// [`shallow_time`] ([`Decision::deep_total`]).
-    fn reblock_pays<T: InputElement>(&self, a: Operand, kernel_op: Transpose, n: usize, opts: &PlanOptions, decision: &Decision) -> bool {
+    /// [`shallow_time`] ([`Decision::deep_total`]). `Some(A's coarse pattern)` where it does.
+    fn reblock_pays<T: InputElement>(
+        &self,
+        a: Operand,
+        kernel_op: Transpose,
+        n: usize,
+        opts: &PlanOptions,
+        decision: &Decision,
+    ) -> Option<(Vec<u32>, Vec<u32>)> {
         let asked = opts.merge_rows.is_some() || opts.reorder_rows.is_some() || opts.skip_absent.is_some() || opts.split_rows.is_some();
         let shallow = shallow_time(decision.tile()) > 1.0;
         let pat = a.pattern;
         if opts.coarse_a.is_some() || asked || !shallow || !coarse_fits(pat) || pat.nnzb() == 0 {
-            return false;
+            return None;
         }
-        let Some(tile) = wgmma_tile_index(COARSE as u32) else {
-            return false;
-        };
+        let tile = wgmma_tile_index(COARSE as u32)?;
         let choice = TileChoice { family: KernelFamily::Hopper, tile };
         if !self.kernels.has(KernelKey { op: OpKind::Spmm, family: choice.family, input: T::DTYPE, tile, output: T::DTYPE }) {
-            return false;
+            return None;
         }
-        let (cost, blocks) = reblocked_cost(
+        let (cost, coarse) = reblocked_cost(
             (&pat.row_ptr, &pat.col_idx_host),
             (pat.block.bm, pat.block.bk),
             pat.ncols,
@@ -738,9 +754,9 @@ impl Context {
             (n, core::mem::size_of::<T>()),
             choice,
         );
-        let fits = coarse_bytes(blocks, (pat.block.bm, pat.block.bk), a.batch)
+        let fits = coarse_bytes(coarse.1.len(), (pat.block.bm, pat.block.bk), a.batch)
             .is_ok_and(|(values, _)| values <= self.memory_bytes() / REBLOCK_MEMORY_SHARE);
-        fits && cost < decision.deep_total
+        (fits && cost < decision.deep_total).then_some(coarse)
     }
 
     /// One part of an SpMM plan over the tile rows `row_ptr` delimits (`live_kidx`: their
